@@ -1,0 +1,107 @@
+"""Command-line entry point: ``python -m featlearn <command> ...`` (what the Snakemake rules run)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _data_fetch(args) -> None:
+    from featlearn.data.fetch import fetch, resolve_mirror, resolve_offline
+    from featlearn.data.registry import get_dataset
+
+    ds = get_dataset(args.dataset)
+    fetch(
+        ds.file(args.file),
+        args.out,
+        mirror=resolve_mirror(args.mirror),
+        mirror_dir=ds.mirror_dir,
+        offline=resolve_offline(args.offline),
+    )
+
+
+def _data_prepare(args) -> None:
+    from featlearn.data.prepare import prepare
+
+    stats = prepare(args.name, args.raw_dir, args.out_dir, seed=args.seed)
+    print(json.dumps(stats, indent=2))
+
+
+def _data_summary(args) -> None:
+    from featlearn.data.summary import write_summary
+
+    df = write_summary(args.stats, args.out_csv, args.figures, args.scale)
+    print(df.to_string(index=False))
+
+
+def _claims_merge(args) -> None:
+    from featlearn.claims import merge_claims
+
+    claims = merge_claims(args.parts, args.out, paper=args.paper)
+    print(f"{args.paper}: {sum(c.passed for c in claims)}/{len(claims)} claims pass")
+
+
+def _scorecard(args) -> None:
+    from featlearn.scorecard import build_scorecard
+
+    skipped = json.loads(args.skipped) if args.skipped else {}
+    claims = build_scorecard(args.parts, args.out_csv, args.out_md, skipped)
+    print(f"scorecard: {sum(c.passed for c in claims)}/{len(claims)} claims pass")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="featlearn", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("data-fetch", help="fetch one raw file (mirror or network), checksummed")
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--file", required=True, help="raw file name in the registry")
+    p.add_argument("--out", required=True)
+    p.add_argument("--mirror", default=None, help="mirror folder (FEATLEARN_DATA_MIRROR overrides)")
+    p.add_argument("--offline", action="store_true", help="never use the network (FEATLEARN_OFFLINE overrides)")
+    p.set_defaults(func=_data_fetch)
+
+    p = sub.add_parser("data-prepare", help="build a prepared dataset from verified raw files")
+    p.add_argument("--name", required=True)
+    p.add_argument("--raw-dir", required=True)
+    p.add_argument("--out-dir", required=True)
+    p.add_argument("--seed", type=int, default=2021)
+    p.set_defaults(func=_data_prepare)
+
+    p = sub.add_parser("data-summary", help="table and figure of prepared dataset sizes")
+    p.add_argument("--stats", nargs="+", required=True)
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--figures", nargs="+", required=True)
+    p.add_argument("--scale", required=True)
+    p.set_defaults(func=_data_summary)
+
+    p = sub.add_parser("claims-merge", help="concatenate a paper's claim tables into its claims.csv")
+    p.add_argument("--paper", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("parts", nargs="*")
+    p.set_defaults(func=_claims_merge)
+
+    p = sub.add_parser("scorecard", help="gather every paper's claims.csv")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    p.add_argument("--skipped", default=None, help="JSON object: what was skipped -> why")
+    p.add_argument("parts", nargs="*")
+    p.set_defaults(func=_scorecard)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from featlearn.data.fetch import DataError
+
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Data layer: dataset registry, checksummed fetching (network or mirror), parsers, prepared caches."""

@@ -1,0 +1,58 @@
+"""Summary of the prepared datasets next to their published sizes: a tidy table and a figure."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from featlearn.data.registry import PREPARED
+from featlearn.io import atomic_open
+
+
+def summary_table(stats_paths: list[str | os.PathLike]) -> pd.DataFrame:
+    """One row per (dataset, quantity): measured count, published count, and whether they agree."""
+    rows = []
+    for path in stats_paths:
+        name = Path(path).parent.name
+        spec = PREPARED[name]
+        stats = json.loads(Path(path).read_text(encoding="utf-8"))
+        unit = "examples" if spec.kind == "classification" else "tokens"
+        for i, split in enumerate(spec.splits):
+            s = stats["splits"][split]
+            measured = s["n"] if unit == "examples" else s["n_tokens"]
+            expected = spec.expected_sizes[i] if spec.expected_sizes else None
+            rows.append((name, f"{split} {unit}", measured, expected))
+        rows.append((name, "vocabulary", stats["vocab_size"], spec.expected_vocab))
+    df = pd.DataFrame(rows, columns=["dataset", "quantity", "measured", "published"])
+    df["published"] = df["published"].astype("Int64")
+    df["matches"] = (df["measured"] == df["published"]).astype("boolean")
+    df.loc[df["published"].isna(), "matches"] = pd.NA
+    return df
+
+
+def write_summary(stats_paths: list[str | os.PathLike], out_csv: str | os.PathLike, figures: list[str], scale: str) -> pd.DataFrame:
+    from featlearn.plotting import save_figure, set_style
+
+    import matplotlib.pyplot as plt
+
+    df = summary_table(stats_paths)
+    with atomic_open(out_csv, newline="") as fh:
+        df.to_csv(fh, index=False)
+
+    set_style()
+    sizes = df[df["quantity"] != "vocabulary"].copy()
+    sizes["label"] = sizes["dataset"] + ": " + sizes["quantity"]
+    long = sizes.melt(id_vars="label", value_vars=["measured", "published"], var_name="source", value_name="count").dropna()
+    fig, ax = plt.subplots(figsize=(7, 0.32 * len(sizes) + 1.2))
+    import seaborn as sns
+
+    sns.barplot(data=long, y="label", x="count", hue="source", ax=ax, orient="h")
+    ax.set_xscale("log")
+    ax.set_xlabel("count (examples or tokens, log scale)")
+    ax.set_ylabel("")
+    ax.set_title(f"Prepared datasets vs published sizes (scale: {scale})")
+    save_figure(fig, *figures)
+    return df

@@ -1,0 +1,66 @@
+"""Atomic file output: an interrupted job never leaves a file that looks finished.
+
+Everything is written to a temporary name in the destination folder and renamed into place only
+once complete (``os.replace`` is atomic on POSIX within one file system).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Iterator
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it onto ``path`` if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs) -> Iterator[IO]:
+    """``open`` for writing that only creates ``path`` once the block completes."""
+    if "r" in mode or "a" in mode:
+        raise ValueError("atomic_open is for writing whole files ('w' or 'wb')")
+    if "b" not in mode:
+        kwargs.setdefault("encoding", "utf-8")
+    with atomic_path(path) as tmp:
+        with open(tmp, mode, **kwargs) as fh:
+            yield fh
+
+
+def write_json(path: str | os.PathLike, obj) -> None:
+    with atomic_open(path) as fh:
+        json.dump(obj, fh, indent=2, sort_keys=True)
+        fh.write("\n")
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    with atomic_open(path) as fh:
+        fh.write(text)
+
+
+def save_tensor(path: str | os.PathLike, tensor) -> None:
+    import torch
+
+    with atomic_path(path) as tmp:
+        torch.save(tensor, tmp)
+
+
+def load_tensor(path: str | os.PathLike):
+    import torch
+
+    return torch.load(path, weights_only=True)

@@ -1,0 +1,81 @@
+"""Helpers the Snakefile uses at DAG-building time (stdlib only, so they import before any job runs).
+
+- which datasets are switched on, and why (``data.datasets.<name>.enabled``: true, false or auto);
+- code hashes, so that editing a paper's subpackage reruns that paper's jobs and nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from featlearn.data.fetch import find_in_mirror, resolve_mirror, resolve_offline
+from featlearn.data.registry import DATASETS, PREPARED
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+# Prepared datasets each paper reads (see ../reference notes of each paper and the papers' data sections).
+PAPER_DATASETS: dict[str, tuple[str, ...]] = {
+    "features": ("sst", "sstwsub", "imdb", "ag_news", "ptb", "wikitext2", "tinyshakespeare"),
+    "scan_snap": ("wikitext2", "wikitext103"),
+    "joma": ("wikitext2", "wikitext103"),
+    "templates": ("wikitext2", "wikitext103"),
+}
+
+
+@dataclass(frozen=True)
+class DatasetStatus:
+    name: str
+    enabled: bool
+    reason: str
+
+
+def dataset_status(config: dict, raw_root: str | os.PathLike) -> dict[str, DatasetStatus]:
+    """Resolve ``enabled: auto`` for every raw dataset.
+
+    ``auto`` switches a dataset on when its raw files can be had: already verified in ``raw_root``,
+    present in the mirror, or downloadable (not offline). ``true`` always tries (and fails clearly if
+    the files cannot be had); ``false`` always skips.
+    """
+    data = config["data"]
+    mirror = resolve_mirror(data.get("mirror"))
+    offline = resolve_offline(data.get("offline", False))
+    out = {}
+    for name, ds in DATASETS.items():
+        setting = data["datasets"][name]["enabled"]
+        if setting is True or setting is False:
+            out[name] = DatasetStatus(name, setting, "set in config")
+            continue
+        missing = [
+            f.name for f in ds.files if not (Path(raw_root) / name / f.name).is_file() and find_in_mirror(f, mirror, ds.mirror_dir) is None
+        ]
+        if not missing:
+            out[name] = DatasetStatus(name, True, "files present")
+        elif not offline:
+            out[name] = DatasetStatus(name, True, "will download")
+        else:
+            where = f"mirror {mirror}" if mirror else "no mirror set"
+            out[name] = DatasetStatus(name, False, f"offline and {', '.join(missing)} not found ({where})")
+    return out
+
+
+def prepared_enabled(status: dict[str, DatasetStatus]) -> dict[str, bool]:
+    return {name: status[spec.raw].enabled for name, spec in PREPARED.items()}
+
+
+def code_hash(*relative: str) -> str:
+    """sha256 (12 hex digits) over the Python sources of the given package sub-paths.
+
+    Used as a rule ``params`` so that a code change in, e.g., ``scan_snap/`` reruns only the rules
+    that depend on it. Compiled caches and non-Python files are ignored.
+    """
+    h = hashlib.sha256()
+    for rel in relative:
+        root = PACKAGE_DIR / rel
+        files = sorted(root.rglob("*.py")) if root.is_dir() else [root]
+        for path in files:
+            h.update(str(path.relative_to(PACKAGE_DIR)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:12]
