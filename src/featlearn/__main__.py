@@ -31,7 +31,7 @@ def _data_prepare(args) -> None:
 def _data_summary(args) -> None:
     from featlearn.data.summary import write_summary
 
-    df = write_summary(args.stats, args.out_csv, args.figures, args.scale)
+    df = write_summary(args.stats, args.out_csv, args.figures, args.scale, dpi=args.dpi)
     print(df.to_string(index=False))
 
 
@@ -74,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-csv", required=True)
     p.add_argument("--figures", nargs="+", required=True)
     p.add_argument("--scale", required=True)
+    p.add_argument("--dpi", type=int, default=150)
     p.set_defaults(func=_data_summary)
 
     p = sub.add_parser("claims-merge", help="concatenate a paper's claim tables into its claims.csv")

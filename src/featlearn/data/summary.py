@@ -33,7 +33,7 @@ def summary_table(stats_paths: list[str | os.PathLike]) -> pd.DataFrame:
     return df
 
 
-def write_summary(stats_paths: list[str | os.PathLike], out_csv: str | os.PathLike, figures: list[str], scale: str) -> pd.DataFrame:
+def write_summary(stats_paths: list[str | os.PathLike], out_csv: str | os.PathLike, figures: list[str], scale: str, dpi: int = 150) -> pd.DataFrame:
     from featlearn.plotting import save_figure, set_style
 
     import matplotlib.pyplot as plt
@@ -54,5 +54,5 @@ def write_summary(stats_paths: list[str | os.PathLike], out_csv: str | os.PathLi
     ax.set_xlabel("count (examples or tokens, log scale)")
     ax.set_ylabel("")
     ax.set_title(f"Prepared datasets vs published sizes (scale: {scale})")
-    save_figure(fig, *figures)
+    save_figure(fig, *figures, dpi=dpi)
     return df

@@ -1,0 +1,33 @@
+# Two commands for a newcomer (see README):
+#   make run    set up .venv, then run the whole pipeline at the default scale
+#   make test   set up .venv, then run the tests (unit + workflow) and the Snakemake linter
+# Extra Snakemake arguments: make run ARGS="--configfile config/smoke.yaml"
+
+VENV ?= .venv
+PYTHON ?= python3
+ARGS ?=
+# Rules run `python -m featlearn ...`: put the environment's python first on PATH.
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+
+.PHONY: setup run test lint report clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --upgrade pip
+	$(VENV)/bin/python -m pip install -e '.[test]'
+	touch $@
+
+run: setup
+	snakemake --workflow-profile workflow/profiles/default --cores all $(ARGS)
+
+test: setup
+	pytest $(ARGS)
+	snakemake --lint
+
+report: setup
+	snakemake --report results/report.html $(ARGS)
+
+clean:
+	rm -rf results/* .snakemake

@@ -1,0 +1,31 @@
+# featlearn: one DAG from raw data to every figure, claim and the scorecard of four papers.
+# Default target: `snakemake --cores all`. One paper: `snakemake joma`. One figure: `snakemake fig_joma_4`.
+# Scales: config/config.yaml (default) with overlays config/paper.yaml and config/smoke.yaml.
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/features.smk"
+include: "workflow/rules/scan_snap.smk"
+include: "workflow/rules/joma.smk"
+include: "workflow/rules/templates.smk"
+include: "workflow/rules/scorecard.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        all_targets(),

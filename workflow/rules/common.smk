@@ -1,0 +1,119 @@
+# Helpers only: config lookups, output paths, dataset switches, code hashes. No rules here.
+
+import json
+import os
+import sys
+from pathlib import Path
+
+# The package lives in src/. This file imports it, and every job's shell puts it on PYTHONPATH, so
+# rules also run in environments where it is not installed (e.g. `--sdm conda`).
+SRC = str(Path(workflow.basedir) / "src")
+if SRC not in sys.path:
+    sys.path.insert(0, SRC)
+shell.prefix(
+    f"export PYTHONPATH='{SRC}':$(printenv PYTHONPATH || true); set -euo pipefail; "
+)
+
+from featlearn import PAPERS
+from featlearn.data.registry import DATASETS, PREPARED
+from featlearn.workflow import (
+    PAPER_DATASETS,
+    code_hash,
+    dataset_status,
+    prepared_enabled,
+)
+
+RESULTS = "results"
+RAW = f"{RESULTS}/data/raw"
+PREPARED_DIR = f"{RESULTS}/data/prepared"
+FIGURES = f"{RESULTS}/figures"
+LOGS = f"{RESULTS}/logs"
+BENCH = f"{RESULTS}/benchmarks"
+ENV = "../../envs/featlearn.yaml"
+SCALE = config["scale"]
+
+DATASET_STATUS = dataset_status(config, RAW)
+PREPARED_ON = prepared_enabled(DATASET_STATUS)
+
+# Filled by each paper's rules file: figure/table outputs and claim-table parts.
+PAPER_TARGETS = {p: [] for p in PAPERS}
+PAPER_CLAIMS = {p: [] for p in PAPERS}
+# What this run leaves out and why (shown at start-up and in the scorecard).
+SKIPPED = {}
+
+for _name, _status in DATASET_STATUS.items():
+    if not _status.enabled:
+        _users = sorted(
+            p
+            for p, names in PAPER_DATASETS.items()
+            if any(PREPARED[n].raw == _name for n in names)
+        )
+        SKIPPED[f"dataset {_name}"] = (
+            f"{_status.reason}; figures of {', '.join(_users)} that need it are skipped"
+        )
+for _what, _why in sorted(SKIPPED.items()):
+    print(f"featlearn: skipping {_what} ({_why})", file=sys.stderr)
+
+
+def prepare_input(wildcards):
+    """Raw files that a prepared dataset is built from."""
+    return raw_files(PREPARED[wildcards.name].raw)
+
+
+def raw_files(dataset):
+    """Verified raw files of one registry dataset."""
+    return [f"{RAW}/{dataset}/{f.name}" for f in DATASETS[dataset].files]
+
+
+def prepared(name, filename):
+    """Path of one file of a prepared dataset."""
+    return f"{PREPARED_DIR}/{name}/{filename}"
+
+
+def prepared_stats():
+    return [prepared(n, "stats.json") for n, on in PREPARED_ON.items() if on]
+
+
+def dataset_on(name):
+    """Whether prepared dataset ``name`` is available in this run (paper rules test this)."""
+    return PREPARED_ON[name]
+
+
+def report_figure(stem, category, caption):
+    """The PNG of figure ``stem`` (e.g. "joma/fig4"), shown by `snakemake --report` under
+    ``category`` with the caption file workflow/report/<caption>."""
+    return report(
+        f"{FIGURES}/{stem}.png",
+        caption=f"../report/{caption}",
+        category=category,
+    )
+
+
+def other_formats(stem):
+    """The figure's files in the other configured formats (PDF by default)."""
+    return [
+        f"{FIGURES}/{stem}.{ext}"
+        for ext in config["report"]["figure_formats"]
+        if ext != "png"
+    ]
+
+
+def paper_outputs(paper):
+    return PAPER_TARGETS[paper] + [f"{RESULTS}/{paper}/claims.csv"]
+
+
+def all_targets():
+    targets = [f"{RESULTS}/data/summary.csv", f"{RESULTS}/scorecard.md"]
+    for paper in PAPERS:
+        if config["papers"][paper]:
+            targets += paper_outputs(paper)
+    return targets
+
+
+def data_flags():
+    flags = []
+    if config["data"]["mirror"]:
+        flags.append(f"--mirror '{config['data']['mirror']}'")
+    if config["data"]["offline"]:
+        flags.append("--offline")
+    return " ".join(flags)
