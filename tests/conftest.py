@@ -1,0 +1,46 @@
+"""Shared test fixtures: the repository root, the real-data mirror (skipped when absent)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# Real copies of the datasets for development and CI: FEATLEARN_DATA_MIRROR, else ../shared/data
+# beside the repository when it exists.
+_DEFAULT_MIRROR = REPO.parent / "shared" / "data"
+
+
+def shared_data_dir() -> Path | None:
+    value = os.environ.get("FEATLEARN_DATA_MIRROR")
+    path = Path(value) if value else _DEFAULT_MIRROR
+    return path.resolve() if (path / "MANIFEST.tsv").is_file() or (path / "sst").is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+SHARED_DATA = shared_data_dir()  # read once, before any test changes the environment
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    path = SHARED_DATA
+    if path is None:
+        pytest.skip("real data mirror not found (set FEATLEARN_DATA_MIRROR or provide ../shared/data)")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch):
+    """Tests decide mirror and offline mode themselves."""
+    monkeypatch.delenv("FEATLEARN_OFFLINE", raising=False)
+    monkeypatch.delenv("FEATLEARN_DATA_MIRROR", raising=False)
