@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_data_prepare)
 
     p = sub.add_parser("data-summary", help="table and figure of prepared dataset sizes")
-    p.add_argument("--stats", nargs="+", required=True)
+    p.add_argument("--stats", nargs="*", default=[], help="stats.json of each prepared dataset")
     p.add_argument("--out-csv", required=True)
     p.add_argument("--figures", nargs="+", required=True)
     p.add_argument("--scale", required=True)

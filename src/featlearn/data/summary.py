@@ -26,7 +26,7 @@ def summary_table(stats_paths: list[str | os.PathLike]) -> pd.DataFrame:
             expected = spec.expected_sizes[i] if spec.expected_sizes else None
             rows.append((name, f"{split} {unit}", measured, expected))
         rows.append((name, "vocabulary", stats["vocab_size"], spec.expected_vocab))
-    df = pd.DataFrame(rows, columns=["dataset", "quantity", "measured", "published"])
+    df = pd.DataFrame(rows, columns=["dataset", "quantity", "measured", "published"]).astype({"measured": "int64"})
     df["published"] = df["published"].astype("Int64")
     df["matches"] = (df["measured"] == df["published"]).astype("boolean")
     df.loc[df["published"].isna(), "matches"] = pd.NA
@@ -34,21 +34,26 @@ def summary_table(stats_paths: list[str | os.PathLike]) -> pd.DataFrame:
 
 
 def write_summary(stats_paths: list[str | os.PathLike], out_csv: str | os.PathLike, figures: list[str], scale: str, dpi: int = 150) -> pd.DataFrame:
-    from featlearn.plotting import save_figure, set_style
-
     import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from featlearn.plotting import save_figure, set_style
 
     df = summary_table(stats_paths)
     with atomic_open(out_csv, newline="") as fh:
         df.to_csv(fh, index=False)
 
     set_style()
+    if df.empty:  # every dataset switched off: still a valid (empty) figure
+        fig, ax = plt.subplots(figsize=(6, 1.5))
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"No dataset enabled in this run (scale: {scale})", ha="center", va="center")
+        save_figure(fig, *figures, dpi=dpi)
+        return df
     sizes = df[df["quantity"] != "vocabulary"].copy()
     sizes["label"] = sizes["dataset"] + ": " + sizes["quantity"]
     long = sizes.melt(id_vars="label", value_vars=["measured", "published"], var_name="source", value_name="count").dropna()
     fig, ax = plt.subplots(figsize=(7, 0.32 * len(sizes) + 1.2))
-    import seaborn as sns
-
     sns.barplot(data=long, y="label", x="count", hue="source", ax=ax, orient="h")
     ax.set_xscale("log")
     ax.set_xlabel("count (examples or tokens, log scale)")

@@ -1,0 +1,142 @@
+"""End-to-end Snakemake runs on config/smoke.yaml, dry runs at paper scale, and failures on bad data."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from featlearn.claims import COLUMNS
+from wfutil import copy_workflow, overlay, snakemake
+
+pytestmark = pytest.mark.workflow
+PAPERS = ("features", "scan_snap", "joma", "templates")
+SMOKE = ("--cores", "2", "--configfile", "config/smoke.yaml")
+
+
+def check_ok(result):
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory, shared_data):
+    """One smoke run of the whole default target, offline, with the real-data mirror."""
+    work = copy_workflow(tmp_path_factory.mktemp("smoke") / "wf")
+    env = {"FEATLEARN_DATA_MIRROR": str(shared_data), "FEATLEARN_OFFLINE": "1"}
+    result = check_ok(snakemake(work, *SMOKE, env=env))
+    return work, env, result
+
+
+def test_smoke_run_builds_every_output(smoke_run):
+    work, _, _ = smoke_run
+    results = work / "results"
+    for paper in PAPERS:
+        header = (results / paper / "claims.csv").read_text().splitlines()[0]
+        assert tuple(header.split(",")) == COLUMNS
+    assert (results / "scorecard.csv").is_file()
+    assert (results / "figures" / "data" / "overview.png").stat().st_size > 1000
+    assert not (results / "figures" / "data" / "overview.pdf").exists()  # smoke asks for PNG only
+    rows = {(r["dataset"], r["quantity"]): r for r in csv.DictReader(open(results / "data" / "summary.csv"))}
+    assert rows[("sst", "train examples")]["measured"] == "6920"
+    assert rows[("wikitext2", "vocabulary")]["measured"] == "33278"
+    for name in ("sst", "sstwsub", "imdb", "wikitext2", "ptb", "tinyshakespeare"):
+        stats = json.loads((results / "data" / "prepared" / name / "stats.json").read_text())
+        assert stats["splits"]
+    # every prepare job leaves a benchmark file
+    assert (results / "benchmarks" / "data" / "prepare_imdb.tsv").is_file()
+
+
+def test_smoke_run_says_what_it_skipped(smoke_run):
+    work, _, result = smoke_run
+    assert "featlearn: skipping dataset wikitext103" in result.stderr
+    md = (work / "results" / "scorecard.md").read_text()
+    assert "Skipped in this run:" in md and "dataset wikitext103" in md
+    if not (work / "results" / "data" / "raw" / "ag_news" / "train.csv").exists():
+        assert "dataset ag_news" in md  # this mirror lacks AG News train.csv
+        assert not (work / "results" / "data" / "prepared" / "ag_news").exists()
+
+
+def test_rerun_does_nothing(smoke_run):
+    work, env, _ = smoke_run
+    result = check_ok(snakemake(work, *SMOKE, "-n", env=env))
+    assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_paper_target_and_report(smoke_run):
+    work, env, _ = smoke_run
+    check_ok(snakemake(work, "joma", *SMOKE, env=env))
+    check_ok(snakemake(work, *SMOKE, "--report", "results/report.zip", env=env))
+    report = work / "results" / "report.zip"
+    assert report.stat().st_size > 10_000
+    import zipfile
+
+    names = zipfile.ZipFile(report).namelist()
+    assert any(n.endswith("overview.png") for n in names)
+    assert any(n.endswith("scorecard.md") for n in names)
+
+
+def test_changed_data_code_reruns_data_jobs_only(smoke_run):
+    work, env, _ = smoke_run
+    parsers = work / "src" / "featlearn" / "data" / "parsers.py"
+    original = parsers.read_text()
+    try:
+        parsers.write_text(original + "\n# a comment changes the code hash\n")
+        result = check_ok(snakemake(work, *SMOKE, "-n", "--quiet", "rules", env=env))
+        out = result.stdout + result.stderr
+        assert "data_prepare_classification" in out and "data_prepare_lm" in out
+        assert "data_fetch" not in out  # raw downloads are never redone for a code change
+    finally:
+        parsers.write_text(original)
+
+
+def test_runs_with_every_dataset_switched_off(tmp_path):
+    work = copy_workflow(tmp_path / "wf")
+    result = check_ok(snakemake(work, *SMOKE, overlay(work, "off.yaml")))
+    assert "featlearn: skipping dataset sst (set in config" in result.stderr
+    assert (work / "results" / "scorecard.md").is_file()
+    assert (work / "results" / "data" / "summary.csv").read_text().strip() == "dataset,quantity,measured,published,matches"
+    assert not (work / "results" / "data" / "raw").exists()
+
+
+def test_paper_scale_dry_run_builds_full_dag(tmp_path):
+    work = copy_workflow(tmp_path / "wf")
+    result = check_ok(snakemake(work, "-n", "--cores", "4", "--configfile", "config/paper.yaml"))
+    out = result.stdout + result.stderr
+    assert "wikitext-103-v1.zip" in out  # paper scale needs WikiText-103
+    assert "train.csv" in out  # and AG News
+    for rule in ("data_fetch", "data_prepare_lm", "data_prepare_classification", "data_prepare_chars", "scorecard"):
+        assert rule in out
+    assert not (work / "results").exists() or not any((work / "results").rglob("*.csv"))
+
+
+def test_corrupt_mirror_file_fails_and_leaves_no_raw_file(tmp_path, shared_data):
+    work = copy_workflow(tmp_path / "wf")
+    mirror = tmp_path / "mirror" / "sst"
+    mirror.mkdir(parents=True)
+    data = (shared_data / "sst" / "trainDevTestTrees_PTB.zip").read_bytes()
+    (mirror / "trainDevTestTrees_PTB.zip").write_bytes(data[:1000] + b"\0" + data[1001:])
+    env = {"FEATLEARN_DATA_MIRROR": str(tmp_path / "mirror"), "FEATLEARN_OFFLINE": "1"}
+    result = snakemake(work, *SMOKE, overlay(work, "sst.yaml", {"sst": True}, papers=False), env=env)
+    assert result.returncode != 0
+    log = (work / "results" / "logs" / "data" / "fetch_sst_trainDevTestTrees_PTB.zip.log").read_text()
+    assert "checksum mismatch" in log
+    assert not (work / "results" / "data" / "raw" / "sst" / "trainDevTestTrees_PTB.zip").exists()
+
+
+def test_missing_file_offline_gives_clear_error(tmp_path):
+    work = copy_workflow(tmp_path / "wf")
+    env = {"FEATLEARN_OFFLINE": "1"}
+    result = snakemake(work, *SMOKE, overlay(work, "ts.yaml", {"tinyshakespeare": True}, papers=False), env=env)
+    assert result.returncode != 0
+    log = (work / "results" / "logs" / "data" / "fetch_tinyshakespeare_input.txt.log").read_text()
+    assert "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt" in log
+    assert "data.mirror" in log and "FEATLEARN_DATA_MIRROR" in log
+
+
+def test_auto_dataset_offline_without_files_is_skipped(tmp_path):
+    work = copy_workflow(tmp_path / "wf")
+    ts_auto = overlay(work, "ts.yaml", {"tinyshakespeare": "auto"}, papers=False)
+    result = check_ok(snakemake(work, *SMOKE, ts_auto, env={"FEATLEARN_OFFLINE": "1"}))
+    assert "skipping dataset tinyshakespeare (offline and input.txt not found" in result.stderr
