@@ -89,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--skipped", default=None, help="JSON object: what was skipped -> why")
     p.add_argument("parts", nargs="*")
     p.set_defaults(func=_scorecard)
+
+    from featlearn.scan_snap.cli import register as register_scan_snap
+
+    register_scan_snap(sub)
     return parser
 
 

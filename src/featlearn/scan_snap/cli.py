@@ -1,0 +1,69 @@
+"""``python -m featlearn scan-snap-compute|scan-snap-figure ...``: what the scan_snap rules run."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+
+def _compute(args) -> None:
+    import torch
+
+    from featlearn.scan_snap import experiments as ex
+
+    torch.set_num_threads(args.threads)
+    cfg = json.loads(args.settings)
+    out = args.out
+    if args.experiment == "syn_small":
+        ex.syn_small(cfg, *out)
+    elif args.experiment == "adam":
+        ex.adam(cfg, *out)
+    elif args.experiment == "syn_medium":
+        t = cfg["recall_thresholds"]
+        ex.syn_medium(cfg, np.linspace(t["start"], t["stop"], t["num"]), *out)
+    elif args.experiment == "generator":
+        ex.generator_check(cfg, *out)
+    elif args.experiment == "theory":
+        ex.theory_tables(cfg, *out)
+
+
+def _figure(args) -> None:
+    from featlearn.claims import write_claims
+    from featlearn.scan_snap import figures as F
+
+    s, fig, dpi, t = args.scale, args.figures, args.dpi, args.tables
+    cfg = json.loads(args.settings) if args.settings else {}
+    claims = {
+        "generator": lambda: F.generator_claims(t[0], s),
+        "3": lambda: F.fig3(t[0], fig, s, dpi, cfg["M"], cfg["K"]),
+        "4": lambda: F.fig4(t[0], t[1], fig, s, dpi),
+        "5": lambda: F.fig5(t[0], t[1], fig, s, dpi),
+        "6": lambda: F.fig6(t[0], fig, s, dpi),
+        "8": lambda: F.fig8(t[0], fig, s, dpi),
+        "9": lambda: F.fig9(t[0], fig, s, dpi),
+        "11": lambda: F.fig_recall(t[0], fig, s, dpi, by="ratio"),
+        "12": lambda: F.fig_recall(t[0], fig, s, dpi, by="eta_z"),
+    }[args.figure]()
+    if args.claims:
+        write_claims(args.claims, claims)
+        print(f"scan_snap {args.figure}: {sum(c.passed for c in claims)}/{len(claims)} claims pass")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("scan-snap-compute", help="Scan and Snap: train/simulate and write tidy tables")
+    p.add_argument("--experiment", required=True, choices=["syn_small", "adam", "syn_medium", "generator", "theory"])
+    p.add_argument("--settings", required=True, help="JSON object: the experiment's config section")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--out", nargs="+", required=True)
+    p.set_defaults(func=_compute)
+
+    p = sub.add_parser("scan-snap-figure", help="Scan and Snap: one figure (and its claims) from tables")
+    p.add_argument("--figure", required=True, choices=["generator", "3", "4", "5", "6", "8", "9", "11", "12"])
+    p.add_argument("--tables", nargs="+", required=True)
+    p.add_argument("--figures", nargs="*", default=[])
+    p.add_argument("--claims", default=None)
+    p.add_argument("--settings", default=None)
+    p.add_argument("--scale", required=True)
+    p.add_argument("--dpi", type=int, default=150)
+    p.set_defaults(func=_figure)

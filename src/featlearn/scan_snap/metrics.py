@@ -1,0 +1,39 @@
+"""Attention-composition metrics: distinct-token entropy, common-token mass, recall vs threshold."""
+
+from __future__ import annotations
+
+import torch
+
+from featlearn.scan_snap.data import N_COMMON, SequenceClasses
+
+
+def distinct_share(composition: torch.Tensor, spec: SequenceClasses) -> torch.Tensor:
+    """c renormalised over each class's own distinct tokens: [..., K, M] -> [..., K, 10]."""
+    ids = torch.stack([spec.distinct_ids(n) for n in range(spec.K)])  # [K, 10]
+    idx = ids.expand(*composition.shape[:-2], -1, -1)
+    c = torch.gather(composition, -1, idx)
+    return c / c.sum(dim=-1, keepdim=True)
+
+
+def entropy(p: torch.Tensor) -> torch.Tensor:
+    """Shannon entropy in nats over the last axis (0 ln 0 = 0)."""
+    return -(torch.where(p > 0, p * torch.log(p), torch.zeros_like(p))).sum(dim=-1)
+
+
+def distinct_entropy(composition: torch.Tensor, spec: SequenceClasses) -> torch.Tensor:
+    """Entropy of the distinct-token share, averaged over classes: [..., K, M] -> [...].
+    ln 10 = 2.303 for uniform attention; 2.151 at zero init (c = P)."""
+    return entropy(distinct_share(composition, spec)).mean(dim=-1)
+
+
+def common_mass(composition: torch.Tensor) -> torch.Tensor:
+    """Attention mass on the 10 common tokens, averaged over classes (10/15.5 = 0.645 at zero init)."""
+    return composition[..., :N_COMMON].sum(dim=-1).mean(dim=-1)
+
+
+def recall(composition: torch.Tensor, spec: SequenceClasses, thresholds: torch.Tensor) -> torch.Tensor:
+    """Fraction of distinct tokens whose share exceeds each threshold, averaged over classes:
+    [..., K, M], [S] -> [..., S]."""
+    share = distinct_share(composition, spec)  # [..., K, 10]
+    above = share.unsqueeze(-1) > thresholds.to(share.dtype)  # [..., K, 10, S]
+    return above.to(share.dtype).mean(dim=-2).mean(dim=-2)
