@@ -83,10 +83,10 @@ def test_changed_data_code_reruns_data_jobs_only(smoke_run):
     original = parsers.read_text()
     try:
         parsers.write_text(original + "\n# a comment changes the code hash\n")
-        result = check_ok(snakemake(work, *SMOKE, "-n", "--quiet", "rules", env=env))
-        out = result.stdout + result.stderr
+        out = check_ok(snakemake(work, *SMOKE, "-n", "--quiet", "rules", env=env)).stdout  # the rules that would run
         assert "data_prepare_classification" in out and "data_prepare_lm" in out
         assert "data_fetch" not in out  # raw downloads are never redone for a code change
+        assert "scan_snap" not in out  # other papers do not depend on the data code they do not read
     finally:
         parsers.write_text(original)
 
@@ -140,3 +140,50 @@ def test_auto_dataset_offline_without_files_is_skipped(tmp_path):
     ts_auto = overlay(work, "ts.yaml", {"tinyshakespeare": "auto"}, papers=False)
     result = check_ok(snakemake(work, *SMOKE, ts_auto, env={"FEATLEARN_OFFLINE": "1"}))
     assert "skipping dataset tinyshakespeare (offline and input.txt not found" in result.stderr
+
+
+SCAN_SNAP_FIGURES = ("3", "4", "5", "6", "8", "9", "11", "12")
+
+
+def test_scan_snap_smoke_outputs(smoke_run):
+    work, _, _ = smoke_run
+    results = work / "results"
+    for n in SCAN_SNAP_FIGURES:
+        assert (results / "figures" / "scan_snap" / f"fig{n}.png").stat().st_size > 1000
+    rows = list(csv.DictReader(open(results / "scan_snap" / "claims.csv")))
+    ids = {r["claim_id"] for r in rows}
+    for cid in ("gen_freq", "1a", "2", "4a", "7", "8a", "adam_subsets", "9a", "10", "11a", "th_h", "th_lnln", "th_t0_ratio"):
+        assert cid in ids
+    assert all(r["scale"] == "smoke" and r["passed"] in ("True", "False") for r in rows)
+    md = (results / "scorecard.md").read_text()
+    passed = sum(r["passed"] == "True" for r in rows)
+    assert f"| `scan_snap` | {passed} | {len(rows)} |" in md
+    for table in ("syn_small_steps", "syn_small_composition", "adam_composition", "syn_medium_final", "syn_medium_recall", "theory_snapping"):
+        assert (results / "scan_snap" / f"{table}.csv").stat().st_size > 100
+    assert (results / "benchmarks" / "scan_snap" / "syn_medium.tsv").is_file()
+
+
+def _would_run(work, env, *extra):
+    """The names of the rules that would run (stdout of a quiet dry run)."""
+    return check_ok(snakemake(work, *SMOKE, *extra, "-n", "--quiet", "rules", env=env)).stdout
+
+
+def test_figure_style_change_reruns_only_figures(smoke_run):
+    work, env, _ = smoke_run
+    out = _would_run(work, env, "--config", "report={'dpi': 61, 'figure_formats': ['png']}")
+    assert "fig_scan_snap_4" in out and "data_summary" in out
+    for compute in ("scan_snap_syn_small", "scan_snap_syn_medium", "scan_snap_theory", "data_prepare_classification"):
+        assert compute not in out
+
+
+def test_paper_code_change_reruns_only_that_paper(smoke_run):
+    work, env, _ = smoke_run
+    figures = work / "src" / "featlearn" / "scan_snap" / "figures.py"
+    original = figures.read_text()
+    try:
+        figures.write_text(original + "\n# edited\n")
+        out = _would_run(work, env)
+        assert "fig_scan_snap_6" in out and "check_scan_snap_generator" in out
+        assert "scan_snap_syn_medium" not in out and "data_prepare" not in out
+    finally:
+        figures.write_text(original)

@@ -50,17 +50,18 @@ def fig4(steps_csv: str, comp_csv: str, figures: list[str], scale: str, dpi: int
     rows = [s for s in (0, 2, 4, 6, 8, 10) if s in set(comp["step"])] + [last]
 
     set_style()
-    fig, axes = plt.subplots(len(LAYOUTS), len(ratios), figsize=(4.2 * len(ratios), 3.2 * len(LAYOUTS)), squeeze=False)
+    fig, axes = plt.subplots(len(LAYOUTS), len(ratios), figsize=(4.2 * len(ratios), 3.2 * len(LAYOUTS)), squeeze=False, layout="constrained")
+    mats = {(layout, ratio): _heatmap_rows(comp, f"{layout}_r{ratio:g}_s1", rows) for layout in LAYOUTS for ratio in ratios}
+    vmax = max(m.max() for m in mats.values())
     for i, layout in enumerate(LAYOUTS):
         for j, ratio in enumerate(ratios):
-            run = f"{layout}_r{ratio:g}_s1"
-            mat = _heatmap_rows(comp, run, rows)
+            mat = mats[(layout, ratio)]
             ax = axes[i, j]
-            sns.heatmap(mat, ax=ax, cmap="viridis", cbar=j == len(ratios) - 1, yticklabels=rows, xticklabels=range(mat.shape[1]))
+            sns.heatmap(mat, ax=ax, cmap="viridis", vmin=0, vmax=vmax, cbar=j == len(ratios) - 1, yticklabels=rows, xticklabels=range(mat.shape[1]))
             ax.axvline(N_COMMON, color="white", lw=1.5)
             ax.set_title(f"{layout} query, $\\eta_Y/\\eta_Z$ = {ratio:g}")
-            ax.set_xlabel("token id (0-9 common | 10-19 distinct of class 1)")
-            ax.set_ylabel("iteration")
+            ax.set_xlabel("token id (0-9 common, 10-19 distinct)" if i == len(LAYOUTS) - 1 else "")
+            ax.set_ylabel("iteration" if j == 0 else "")
     fig.suptitle(f"Fig. 4: attention composition $c_{{l|n}}$ of class 1, Syn-Small, SGD (scale: {scale})")
     save_figure(fig, *figures, dpi=dpi)
 
@@ -154,7 +155,7 @@ def fig5(steps_csv: str, comp_csv: str, figures: list[str], scale: str, dpi: int
     lrs = sorted(comp["lr"].unique())
     spec = SequenceClasses(*LAYOUTS["separate"])
     set_style()
-    fig, axes = plt.subplots(1, len(lrs), figsize=(3.6 * len(lrs), 2.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(lrs), figsize=(3.6 * len(lrs), 2.6), squeeze=False, layout="constrained")
     tops = []
     for ax, lr in zip(axes[0], lrs):
         sub = comp[(comp["lr"] == lr) & (comp["seed"] == 1)]
@@ -177,7 +178,7 @@ def fig6(final_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim
     df = pd.read_csv(final_csv)
     set_style()
     panels = sorted(df["num_last"].unique())
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), sharey=True, squeeze=False, layout="constrained")
     for ax, nl in zip(axes[0], panels):
         sub = df[df["num_last"] == nl]
         sns.lineplot(data=sub, x="ratio", y="distinct_entropy", hue="eta_z", marker="o", errorbar="sd", ax=ax, palette="viridis")
@@ -217,7 +218,7 @@ def fig_recall(recall_csv: str, figures: list[str], scale: str, dpi: int, by: st
     sub = df[df[fixed_col] == fixed]
     panels = sorted(sub["num_last"].unique())
     set_style()
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), sharey=True, squeeze=False, layout="constrained")
     for ax, nl in zip(axes[0], panels):
         sns.lineplot(data=sub[sub["num_last"] == nl], x="threshold", y="recall", hue=by, errorbar="sd", ax=ax, palette="viridis")
         ax.set_title(f"{nl} queries")
@@ -235,7 +236,7 @@ def fig3(snap_csv: str, figures: list[str], scale: str, dpi: int, M: int, K: int
     df = pd.read_csv(snap_csv)
     df = df[df["t"] > 0]
     set_style()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
     sns.lineplot(data=df, x="t", y="B", hue="eta_y", ax=axes[0], palette="viridis")
     axes[0].set_xscale("log")
     axes[0].set_xlabel("iteration t")
@@ -280,7 +281,7 @@ def fig3(snap_csv: str, figures: list[str], scale: str, dpi: int, M: int, K: int
 def fig8(decoder_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
     df = pd.read_csv(decoder_csv)
     set_style()
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    fig, ax = plt.subplots(figsize=(5.5, 3.6), layout="constrained")
     palette = sns.color_palette("viridis", df["eta_y"].nunique())
     for color, (e, sub) in zip(palette, df.groupby("eta_y")):
         ax.plot(sub["t"], sub["h_discrete"], color=color, lw=2, label=f"$h_t$, $\\eta_Y$={e:g}")
@@ -298,7 +299,7 @@ def fig8(decoder_csv: str, figures: list[str], scale: str, dpi: int) -> list[Cla
 def fig9(t0_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
     df = pd.read_csv(t0_csv)
     set_style()
-    fig, ax = plt.subplots(figsize=(5, 3.4))
+    fig, ax = plt.subplots(figsize=(5, 3.4), layout="constrained")
     sns.scatterplot(data=df, x="ratio_z_over_y", y="B_t0", hue="eta_z", ax=ax, palette="viridis", s=60)
     ax.set_xscale("log")
     ax.set_xlabel("$\\eta_Z / \\eta_Y$")
