@@ -44,10 +44,12 @@ rule scan_snap_generator:
         runtime=10,
     params:
         settings=json.dumps(SS_CFG["generator"], sort_keys=True),
+        device="cpu",
         code=SS_COMPUTE,
     shell:
         "python -m featlearn scan-snap-compute --experiment generator"
-        " --settings {params.settings:q} --threads {threads} --out {output} > {log} 2>&1"
+        " --settings {params.settings:q} --threads {threads} --device {params.device}"
+        " --out {output} > {log} 2>&1"
 
 
 rule scan_snap_syn_small:
@@ -66,10 +68,12 @@ rule scan_snap_syn_small:
         runtime=20,
     params:
         settings=json.dumps(SS_CFG["syn_small"], sort_keys=True),
+        device=config["device"],
         code=SS_COMPUTE,
     shell:
         "python -m featlearn scan-snap-compute --experiment syn_small"
-        " --settings {params.settings:q} --threads {threads} --out {output} > {log} 2>&1"
+        " --settings {params.settings:q} --threads {threads} --device {params.device}"
+        " --out {output} > {log} 2>&1"
 
 
 rule scan_snap_adam:
@@ -88,10 +92,12 @@ rule scan_snap_adam:
         runtime=20,
     params:
         settings=json.dumps(SS_CFG["adam"], sort_keys=True),
+        device=config["device"],
         code=SS_COMPUTE,
     shell:
         "python -m featlearn scan-snap-compute --experiment adam"
-        " --settings {params.settings:q} --threads {threads} --out {output} > {log} 2>&1"
+        " --settings {params.settings:q} --threads {threads} --device {params.device}"
+        " --out {output} > {log} 2>&1"
 
 
 # The 640-run sweep: one process, one vectorised training per query count.
@@ -109,12 +115,15 @@ rule scan_snap_syn_medium:
     resources:
         mem_mb=4000,
         runtime=60,
+        gpu=1 if config["device"] != "cpu" else 0,
     params:
         settings=json.dumps(SS_CFG["syn_medium"], sort_keys=True),
+        device=config["device"],
         code=SS_COMPUTE,
     shell:
         "python -m featlearn scan-snap-compute --experiment syn_medium"
-        " --settings {params.settings:q} --threads {threads} --out {output} > {log} 2>&1"
+        " --settings {params.settings:q} --threads {threads} --device {params.device}"
+        " --out {output} > {log} 2>&1"
 
 
 rule scan_snap_theory:
@@ -134,10 +143,12 @@ rule scan_snap_theory:
         runtime=10,
     params:
         settings=json.dumps(SS_CFG["theory"], sort_keys=True),
+        device="cpu",
         code=SS_COMPUTE,
     shell:
         "python -m featlearn scan-snap-compute --experiment theory"
-        " --settings {params.settings:q} --threads {threads} --out {output} > {log} 2>&1"
+        " --settings {params.settings:q} --threads {threads} --device {params.device}"
+        " --out {output} > {log} 2>&1"
 
 
 rule check_scan_snap_generator:

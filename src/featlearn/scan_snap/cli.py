@@ -12,8 +12,11 @@ def _compute(args) -> None:
 
     from featlearn.scan_snap import experiments as ex
 
+    from featlearn.devices import resolve_device
+
     torch.set_num_threads(args.threads)
     cfg = json.loads(args.settings)
+    cfg["device"] = resolve_device(args.device)
     out = args.out
     if args.experiment == "syn_small":
         ex.syn_small(cfg, *out)
@@ -51,10 +54,14 @@ def _figure(args) -> None:
 
 
 def register(sub) -> None:
+    from featlearn.scan_snap.bench import register as register_bench
+
+    register_bench(sub)
     p = sub.add_parser("scan-snap-compute", help="Scan and Snap: train/simulate and write tidy tables")
     p.add_argument("--experiment", required=True, choices=["syn_small", "adam", "syn_medium", "generator", "theory"])
     p.add_argument("--settings", required=True, help="JSON object: the experiment's config section")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="auto, cpu or cuda (synthetic training only)")
     p.add_argument("--out", nargs="+", required=True)
     p.set_defaults(func=_compute)
 

@@ -82,6 +82,7 @@ def syn_small(cfg: dict, out_steps: str, out_comp: str) -> None:
                 batch=cfg["batch"],
                 iterations=cfg["iterations"],
                 log_every=cfg["log_every"],
+                device=cfg.get("device", "cpu"),
             )
         )
         print(f"[scan_snap] syn_small {layout}: {len(grid)} runs in {hist.seconds:.1f}s", file=sys.stderr)
@@ -98,7 +99,8 @@ def adam(cfg: dict, out_steps: str, out_comp: str) -> None:
     runs = pd.DataFrame({"run": [f"lr{lr:g}_s{s}" for lr, s in grid], "lr": [lr for lr, _ in grid], "seed": [s for _, s in grid]})
     lrs = [lr for lr, _ in grid]
     hist = train(
-        RunSet(spec, seeds=list(runs["seed"]), eta_z=lrs, eta_y=lrs, optimizer="adam", init="zero", batch=cfg["batch"], iterations=cfg["iterations"], log_every=cfg["log_every"])
+        RunSet(spec, seeds=list(runs["seed"]), eta_z=lrs, eta_y=lrs, optimizer="adam", init="zero", batch=cfg["batch"], iterations=cfg["iterations"], log_every=cfg["log_every"],
+                device=cfg.get("device", "cpu"))
     )
     print(f"[scan_snap] adam: {len(grid)} runs in {hist.seconds:.1f}s", file=sys.stderr)
     _write_csv(_step_table(hist, spec, runs), out_steps)
@@ -132,6 +134,7 @@ def syn_medium(cfg: dict, thresholds: np.ndarray, out_final: str, out_recall: st
                 batch=cfg["batch"],
                 iterations=cfg["iterations"],
                 log_every=cfg["iterations"],
+                device=cfg.get("device", "cpu"),
             ),
             progress=True,
         )

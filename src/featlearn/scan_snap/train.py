@@ -32,6 +32,7 @@ class RunSet:
     log_every: int = 2
     momentum: float = 0.9
     dtype: torch.dtype = torch.float64
+    device: str = "cpu"  # data are sampled on the CPU (seeded generators) and moved to the device
 
     def __post_init__(self):
         R = len(self.seeds)
@@ -64,32 +65,32 @@ def train(runs: RunSet, progress: bool = False) -> History:
     distinct_seeds = sorted(set(runs.seeds))
     data_gens = {s: torch.Generator().manual_seed(_data_seed(s)) for s in distinct_seeds}
     run_of_seed = torch.tensor([distinct_seeds.index(s) for s in runs.seeds])
+    dev = torch.device(runs.device)
     Y, Z = init_params(R, spec.M, runs.init, [torch.Generator().manual_seed(_init_seed(s)) for s in runs.seeds], runs.dtype)
-    Y.requires_grad_(True)
-    Z.requires_grad_(True)
-    lr = {"Y": torch.tensor(runs.eta_y, dtype=runs.dtype).view(R, 1, 1), "Z": torch.tensor(runs.eta_z, dtype=runs.dtype).view(R, 1, 1)}
+    Y, Z = Y.to(dev).requires_grad_(True), Z.to(dev).requires_grad_(True)
+    lr = {name: torch.tensor(v, dtype=runs.dtype, device=dev).view(R, 1, 1) for name, v in (("Y", runs.eta_y), ("Z", runs.eta_z))}
     state = {name: {"m": torch.zeros_like(p), "v": torch.zeros_like(p)} for name, p in (("Y", Y), ("Z", Z))}
-    P = spec.probabilities()
-    queries_k, labels_k = spec.queries(), spec.labels()
+    P = spec.probabilities().to(dev)
+    queries_k, labels_k = spec.queries().to(dev), spec.labels().to(dev)
     hist = History()
     start = time.perf_counter()
 
     def log(step: int, loss: torch.Tensor) -> None:
         with torch.no_grad():
             hist.steps.append(step)
-            hist.loss.append(loss.detach().clone())
-            hist.composition.append(class_composition(Z, P, queries_k))
-            hist.z_query.append(Z[:, queries_k, :].detach().clone())
+            hist.loss.append(loss.detach().cpu())
+            hist.composition.append(class_composition(Z, P, queries_k).cpu())
+            hist.z_query.append(Z[:, queries_k, :].detach().cpu())
 
     for step in range(runs.iterations + 1):
         batches = [sample_counts(spec, runs.batch, data_gens[s]) for s in distinct_seeds]
-        classes = torch.stack([b[0] for b in batches])[run_of_seed]
-        counts = torch.stack([b[1] for b in batches])[run_of_seed].to(runs.dtype)
+        classes = torch.stack([b[0] for b in batches])[run_of_seed].to(dev)
+        counts = torch.stack([b[1] for b in batches])[run_of_seed].to(dev, runs.dtype)
         losses = run_losses(Y, Z, queries_k[classes], counts, labels_k[classes])
         if step % runs.log_every == 0 or step == runs.iterations:
             log(step, losses)
         if step == runs.iterations:
-            hist.final_loss = losses.detach().clone()
+            hist.final_loss = losses.detach().cpu()
             break
         gY, gZ = torch.autograd.grad(losses.sum(), (Y, Z))  # runs are independent: sum = per-run grads
         with torch.no_grad():
@@ -106,5 +107,7 @@ def train(runs: RunSet, progress: bool = False) -> History:
                     p.sub_(lr[name] / (1 - 0.9**t) * st["m"] / denom)
         if progress and step % 20 == 0:
             print(f"[scan_snap] K={spec.K} R={R} step {step}/{runs.iterations} mean loss {losses.mean():.4f}", file=sys.stderr, flush=True)
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
     hist.seconds = time.perf_counter() - start
     return hist
