@@ -170,7 +170,8 @@ def _would_run(work, env, *extra):
 
 def test_figure_style_change_reruns_only_figures(smoke_run):
     work, env, _ = smoke_run
-    out = _would_run(work, env, "--config", "report={'dpi': 61, 'figure_formats': ['png']}")
+    (work / "style.yaml").write_text("report:\n  dpi: 61\n")
+    out = _would_run(work, env, "style.yaml")
     assert "fig_scan_snap_4" in out and "data_summary" in out
     for compute in ("scan_snap_syn_small", "scan_snap_syn_medium", "scan_snap_theory", "data_prepare_classification"):
         assert compute not in out
