@@ -24,6 +24,51 @@ SS_COMPUTE = code_hash(
     "scan_snap/experiments.py",
 )
 SS_PLOT = code_hash("scan_snap/figures.py", "plotting.py", "claims.py")
+SS_LM_CODE = code_hash("lm", "scan_snap/wikitext.py")
+
+# WikiText language models (Figs. 7, 10): one training job per variant.
+SS_WIKI = SS_CFG["wikitext"]
+SS_WIKI_ON = dataset_on(SS_WIKI["dataset"])
+_common = {"seed": SS_WIKI["seed"], "val_windows": SS_WIKI["val_windows"]}
+_f7, _f10 = SS_WIKI["fig7"], SS_WIKI["fig10"]
+SS_LM = {
+    **{
+        f"fig7_{name}": {
+            **_common,
+            **v,
+            "iterations": _f7["iterations"],
+            "log_every": _f7["log_every"],
+            "checkpoint_every": _f7["checkpoint_every"],
+        }
+        for name, v in _f7["variants"].items()
+    },
+    **{
+        f"fig10_lr{lr:g}": {
+            **_common,
+            "n_layer": 1,
+            "dropout": _f10["dropout"],
+            "lr": lr,
+            "iterations": _f10["iterations"],
+            "log_every": _f10["log_every"],
+            "checkpoint_every": _f10["checkpoint_every"],
+        }
+        for lr in _f10["lrs"]
+    },
+}
+SS_FIG7 = [f"fig7_{name}" for name in _f7["variants"]]
+SS_FIG10 = [f"fig10_lr{lr:g}" for lr in _f10["lrs"]]
+if SS_WIKI_ON:
+    SS_FIGURES += ("7", "10")
+    SS_CLAIM_PARTS += ("7", "10")
+else:
+    SKIPPED["scan_snap Figs. 7, 10"] = f"dataset {SS_WIKI['dataset']} is switched off"
+
+FIG_SHELL = (
+    "python -m featlearn scan-snap-figure --figure {params.n} --tables {input}"
+    " --figures {output.png} {output.other} {params.claims}"
+    " --settings {params.settings:q} --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
+)
+
 
 PAPER_TARGETS["scan_snap"] += [f"{FIGURES}/scan_snap/fig{n}.png" for n in SS_FIGURES]
 PAPER_CLAIMS["scan_snap"] += [f"{SS}/claims/{part}.csv" for part in SS_CLAIM_PARTS]
@@ -151,6 +196,87 @@ rule scan_snap_theory:
         " --out {output} > {log} 2>&1"
 
 
+rule scan_snap_wikitext:
+    input:
+        train=prepared(SS_WIKI["dataset"], "train.pt"),
+        valid=prepared(SS_WIKI["dataset"], "valid.pt"),
+        vocab=prepared(SS_WIKI["dataset"], "vocab.json"),
+    output:
+        log=f"{SS}/lm/{{variant}}_log.csv",
+        maps=f"{SS}/lm/{{variant}}_maps.csv",
+    log:
+        f"{LOGS}/scan_snap/wikitext_{{variant}}.log",
+    benchmark:
+        f"{BENCH}/scan_snap/wikitext_{{variant}}.tsv"
+    wildcard_constraints:
+        variant="|".join(SS_LM),
+    conda:
+        ENV
+    threads: SS_CFG["threads"]
+    resources:
+        mem_mb=6000,
+        runtime=120,
+        gpu=1 if config["device"] != "cpu" else 0,
+    params:
+        settings=lambda wc: json.dumps(SS_LM[wc.variant], sort_keys=True),
+        work_dir=lambda wc: f"{SS}/lm/{wc.variant}.resume",
+        device=config["device"],
+        code=SS_LM_CODE,
+    shell:
+        "python -m featlearn scan-snap-compute --experiment wikitext"
+        " --settings {params.settings:q} --threads {threads} --device {params.device}"
+        " --inputs {input.train} {input.valid} {input.vocab} --work-dir {params.work_dir}"
+        " --out {output.log} {output.maps} > {log} 2>&1"
+
+
+rule fig_scan_snap_7:
+    input:
+        [f"{SS}/lm/{v}_maps.csv" for v in SS_FIG7],
+    output:
+        png=report_figure("scan_snap/fig7", "scan_snap", "scan_snap_fig7.rst"),
+        other=other_formats("scan_snap/fig7"),
+        claims=f"{SS}/claims/7.csv",
+    log:
+        f"{LOGS}/scan_snap/fig7.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        n="7",
+        claims=lambda wc, output: f"--claims {output.claims}",
+        settings=json.dumps(
+            {"variants": list(_f7["variants"]), "map_steps": _f7["map_steps"]}
+        ),
+        scale=SCALE,
+        dpi=config["report"]["dpi"],
+        code=SS_PLOT,
+    shell:
+        FIG_SHELL
+
+
+rule fig_scan_snap_10:
+    input:
+        [f"{SS}/lm/{v}_log.csv" for v in SS_FIG10],
+    output:
+        png=report_figure("scan_snap/fig10", "scan_snap", "scan_snap_fig10.rst"),
+        other=other_formats("scan_snap/fig10"),
+        claims=f"{SS}/claims/10.csv",
+    log:
+        f"{LOGS}/scan_snap/fig10.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        n="10",
+        claims=lambda wc, output: f"--claims {output.claims}",
+        settings=json.dumps({"lrs": _f10["lrs"]}),
+        scale=SCALE,
+        dpi=config["report"]["dpi"],
+        code=SS_PLOT,
+    shell:
+        FIG_SHELL
+
+
 rule check_scan_snap_generator:
     input:
         rules.scan_snap_generator.output,
@@ -167,13 +293,6 @@ rule check_scan_snap_generator:
     shell:
         "python -m featlearn scan-snap-figure --figure generator --tables {input}"
         " --claims {output} --scale {params.scale} > {log} 2>&1"
-
-
-FIG_SHELL = (
-    "python -m featlearn scan-snap-figure --figure {params.n} --tables {input}"
-    " --figures {output.png} {output.other} {params.claims}"
-    " --settings {params.settings:q} --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
-)
 
 
 rule fig_scan_snap_3:

@@ -29,6 +29,11 @@ def _compute(args) -> None:
         ex.generator_check(cfg, *out)
     elif args.experiment == "theory":
         ex.theory_tables(cfg, *out)
+    elif args.experiment == "wikitext":
+        from featlearn.scan_snap.wikitext import run_variant
+
+        device = cfg.pop("device")
+        run_variant(cfg, *args.inputs, *out, work_dir=args.work_dir, device=device)
 
 
 def _figure(args) -> None:
@@ -43,7 +48,9 @@ def _figure(args) -> None:
         "4": lambda: F.fig4(t[0], t[1], fig, s, dpi),
         "5": lambda: F.fig5(t[0], t[1], fig, s, dpi),
         "6": lambda: F.fig6(t[0], fig, s, dpi),
+        "7": lambda: F.fig7(t, fig, s, dpi, cfg["variants"], cfg["map_steps"]),
         "8": lambda: F.fig8(t[0], fig, s, dpi),
+        "10": lambda: F.fig10(t, fig, s, dpi, cfg["lrs"]),
         "9": lambda: F.fig9(t[0], fig, s, dpi),
         "11": lambda: F.fig_recall(t[0], fig, s, dpi, by="ratio"),
         "12": lambda: F.fig_recall(t[0], fig, s, dpi, by="eta_z"),
@@ -58,15 +65,17 @@ def register(sub) -> None:
 
     register_bench(sub)
     p = sub.add_parser("scan-snap-compute", help="Scan and Snap: train/simulate and write tidy tables")
-    p.add_argument("--experiment", required=True, choices=["syn_small", "adam", "syn_medium", "generator", "theory"])
+    p.add_argument("--experiment", required=True, choices=["syn_small", "adam", "syn_medium", "generator", "theory", "wikitext"])
     p.add_argument("--settings", required=True, help="JSON object: the experiment's config section")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", default="cpu", help="auto, cpu or cuda (synthetic training only)")
     p.add_argument("--out", nargs="+", required=True)
+    p.add_argument("--inputs", nargs="*", default=[], help="wikitext: train.pt valid.pt vocab.json")
+    p.add_argument("--work-dir", default=None, help="wikitext: folder of the resume checkpoint")
     p.set_defaults(func=_compute)
 
     p = sub.add_parser("scan-snap-figure", help="Scan and Snap: one figure (and its claims) from tables")
-    p.add_argument("--figure", required=True, choices=["generator", "3", "4", "5", "6", "8", "9", "11", "12"])
+    p.add_argument("--figure", required=True, choices=["generator", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"])
     p.add_argument("--tables", nargs="+", required=True)
     p.add_argument("--figures", nargs="*", default=[])
     p.add_argument("--claims", default=None)

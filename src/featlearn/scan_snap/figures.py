@@ -308,3 +308,55 @@ def fig9(t0_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
     save_figure(fig, *figures, dpi=dpi)
     spread = df.groupby(df["ratio_z_over_y"].round(12))["B_t0"].agg(lambda b: (b.max() - b.min()) / max(abs(b.mean()), 1e-12)).max()
     return [_claim("th_t0_ratio", "Fig. 9", "B_n(t0) is equal for equal eta_Z / eta_Y", "max relative spread within a ratio", float(spread), "<=", 1e-3, scale)]
+
+
+# ----------------------------------------------------------------------------------------------- WikiText
+def fig7(maps_csvs: list[str], figures: list[str], scale: str, dpi: int, variants: list[str], map_steps: list[int]) -> list[Claim]:
+    """Layer-0 attention of one fixed validation sequence at several iterations, per model variant."""
+    maps = {v: pd.read_csv(p) for v, p in zip(variants, maps_csvs)}
+    set_style()
+    fig, axes = plt.subplots(len(variants), len(map_steps), figsize=(2.6 * len(map_steps), 2.6 * len(variants)), squeeze=False, layout="constrained")
+    claims = []
+    for r, v in enumerate(variants):
+        df = maps[v][maps[v]["layer"] == 0]
+        mats = {}
+        for c, step in enumerate(map_steps):
+            sub = df[df["step"] == step]
+            mats[step] = sub.pivot_table(index="i", columns="j", values="a").to_numpy()
+            ax = axes[r, c]
+            ax.imshow(mats[step], cmap="viridis", vmin=0, vmax=1)
+            ax.set_title(f"{v}, iteration {step}", fontsize=9)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        early = np.abs(mats[map_steps[1]] - mats[map_steps[0]]).mean()
+        late = np.abs(mats[map_steps[-1]] - mats[map_steps[-2]]).mean()
+        claims.append(_claim(f"wiki_freeze_{v}", "Fig. 7", f"{v}: layer-0 attention freezes: the change between the last two checkpoints "
+                             f"({map_steps[-2]}, {map_steps[-1]}) is below a quarter of the change between {map_steps[0]} and {map_steps[1]}",
+                             "mean |A(last) - A(previous)| / mean |A(1) - A(0)|", float(late / early), "<", 0.25, scale))
+    fig.suptitle(f"Fig. 7: WikiText-2 layer-0 attention (35 x 35, query rows) of a fixed validation sequence (scale: {scale})")
+    save_figure(fig, *figures, dpi=dpi)
+    return claims
+
+
+def fig10(log_csvs: list[str], figures: list[str], scale: str, dpi: int, lrs: list[float]) -> list[Claim]:
+    """Mean validation attention entropy at the end of training against the unified learning rate."""
+    rows = []
+    for lr, path in zip(lrs, log_csvs):
+        log = pd.read_csv(path)
+        ent = log[log["metric"] == "attention_entropy"]
+        last = ent["step"].max()
+        rows.append({"lr": lr, "entropy": ent.loc[ent["step"] == last, "value"].mean(), "step": last,
+                     "val_loss": log[(log["metric"] == "val_loss") & (log["step"] == last)]["value"].iloc[0]})
+    df = pd.DataFrame(rows)
+    set_style()
+    fig, ax = plt.subplots(figsize=(4.6, 3.4), layout="constrained")
+    ax.plot(df["lr"], df["entropy"], marker="o")
+    for _, r in df.iterrows():
+        ax.annotate(f"val {r['val_loss']:.2f}", (r["lr"], r["entropy"]), fontsize=7, textcoords="offset points", xytext=(3, 3))
+    ax.set_xlabel("learning rate (SGD, same for all weights)")
+    ax.set_ylabel("mean validation attention entropy (nats)")
+    ax.set_title(f"Fig. 10: 1-layer LM on WikiText, iteration {int(df['step'].max())} (scale: {scale})", fontsize=9)
+    save_figure(fig, *figures, dpi=dpi)
+    rho = spearmanr(df["lr"], df["entropy"]).statistic if len(df) > 2 else float("nan")
+    return [_claim("wiki_entropy_lr", "Fig. 10", "validation attention entropy falls as the unified learning rate rises",
+                   "Spearman(lr, entropy)", float(rho), "<=", -0.8, scale)]
