@@ -142,7 +142,7 @@ def test_auto_dataset_offline_without_files_is_skipped(tmp_path):
     assert "skipping dataset tinyshakespeare (offline and input.txt not found" in result.stderr
 
 
-SCAN_SNAP_FIGURES = ("3", "4", "5", "6", "8", "9", "11", "12")
+SCAN_SNAP_FIGURES = ("3", "4", "5", "6", "7", "8", "9", "10", "11", "12")
 
 
 def test_scan_snap_smoke_outputs(smoke_run):
@@ -152,7 +152,7 @@ def test_scan_snap_smoke_outputs(smoke_run):
         assert (results / "figures" / "scan_snap" / f"fig{n}.png").stat().st_size > 1000
     rows = list(csv.DictReader(open(results / "scan_snap" / "claims.csv")))
     ids = {r["claim_id"] for r in rows}
-    for cid in ("gen_freq", "1a", "2", "4a", "7", "8a", "adam_subsets", "9a", "10", "11a", "th_h", "th_lnln", "th_t0_ratio"):
+    for cid in ("gen_freq", "1a", "2", "4a", "7", "8a", "adam_subsets", "9a", "10", "11a", "th_h", "th_lnln", "th_t0_ratio", "wiki_freeze_1layer", "wiki_entropy_lr"):
         assert cid in ids
     assert all(r["scale"] == "smoke" and r["passed"] in ("True", "False") for r in rows)
     md = (results / "scorecard.md").read_text()

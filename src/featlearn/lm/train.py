@@ -89,7 +89,7 @@ def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
     map_rows: list[pd.DataFrame] = []
     start = 0
     if resume_path.exists():
-        state = torch.load(resume_path, weights_only=False, map_location=dev)
+        state = torch.load(resume_path, weights_only=True, map_location=dev)
         if state["run"] != asdict(run):
             raise RuntimeError(f"{resume_path} belongs to different settings; delete it to start afresh")
         model.load_state_dict(state["model"])

@@ -1,0 +1,124 @@
+"""Shared transformer LM: causality, attention entropy, batching, and resume after SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pandas as pd
+import pytest
+import torch
+
+from featlearn.lm.attention import attention_entropy, uniform_causal_entropy
+from featlearn.lm.data import batchify, get_batch, num_batches
+from featlearn.lm.model import LMConfig, TransformerLM
+from featlearn.lm.train import LMRun, train_lm
+
+
+def test_forward_shapes_and_causality():
+    torch.manual_seed(0)
+    model = TransformerLM(LMConfig(vocab=50, d_model=16, d_ff=16, n_head=2, n_layer=2, dropout=0.0)).eval()
+    x = torch.randint(50, (3, 7))
+    logits, maps = model(x)
+    assert logits.shape == (3, 7, 50) and len(maps) == 2 and maps[0].shape == (3, 2, 7, 7)
+    assert torch.all(maps[0].triu(1) == 0)
+    assert torch.allclose(maps[1].sum(-1), torch.ones(3, 2, 7))
+    x2 = x.clone()
+    x2[:, -1] = (x2[:, -1] + 1) % 50  # changing the last token changes nothing before it
+    logits2, _ = model(x2)
+    assert torch.allclose(logits[:, :-1], logits2[:, :-1], atol=1e-6)
+    assert not torch.allclose(logits[:, -1], logits2[:, -1])
+
+
+def test_tutorial_initialisation():
+    model = TransformerLM(LMConfig(vocab=1000))
+    assert model.embedding.weight.abs().max() <= 0.1 and model.decoder.weight.abs().max() <= 0.1
+    assert torch.all(model.decoder.bias == 0)
+    assert len(model.ffn_parameters()) == 4  # linear1/linear2 weights and biases of the one layer
+
+
+def test_attention_entropy():
+    assert uniform_causal_entropy(35) == pytest.approx(2.632, abs=5e-4)  # JoMA's bound at bptt 35
+    T = 35
+    uniform = torch.tril(torch.ones(T, T)) / torch.arange(1, T + 1).unsqueeze(1)
+    assert attention_entropy(uniform).mean().item() == pytest.approx(uniform_causal_entropy(T), abs=1e-5)
+    one_hot = torch.eye(T)
+    assert attention_entropy(one_hot).abs().max().item() < 1e-6
+
+
+def test_batching_follows_the_word_language_model_layout():
+    ids = torch.arange(103)
+    cols = batchify(ids, 4)  # 25 rows, 4 columns; the last 3 tokens are dropped
+    assert cols.shape == (25, 4) and cols[:, 1].tolist() == list(range(25, 50))
+    assert num_batches(cols, 5) == 4
+    x, y = get_batch(cols, 1, 5)
+    assert x.shape == (4, 5) and x[0].tolist() == [5, 6, 7, 8, 9] and y[0].tolist() == [6, 7, 8, 9, 10]
+
+
+def _tiny_data():
+    g = torch.Generator().manual_seed(0)
+    # a learnable stream: mostly a fixed cycle, with noise
+    base = torch.arange(6000) % 23
+    noise = torch.randint(40, (6000,), generator=g)
+    mask = torch.rand(6000, generator=g) < 0.2
+    stream = torch.where(mask, noise, base)
+    return stream[:5000], stream[5000:]
+
+
+TINY = dict(d_model=16, d_ff=16, n_head=1, n_layer=2, dropout=0.1, lr=1.0, batch_size=4, bptt=8, log_every=10, val_windows=3, eval_batch_size=2, seed=3)
+
+
+def test_training_lowers_the_loss(tmp_path):
+    tr, va = _tiny_data()
+    out = train_lm(LMRun(**TINY, iterations=60, checkpoint_every=1000), tr, va, 40, tmp_path / "w")
+    val = out["log"].query("metric == 'val_loss'")["value"].to_numpy()
+    assert val[-1] < val[0] - 0.5
+    assert set(out["maps"]["layer"]) == {0, 1} and len(out["maps"]) == 7 * 2 * 8 * 8  # 7 logged steps
+    assert not (tmp_path / "w" / "resume.pt").exists()  # removed once finished
+
+
+def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
+    tr, va = _tiny_data()
+    torch.save(tr, tmp_path / "train.pt")
+    torch.save(va, tmp_path / "valid.pt")
+    settings = {**TINY, "iterations": 400, "checkpoint_every": 50}
+    script = textwrap.dedent(
+        f"""
+        import torch, sys
+        from featlearn.lm.train import LMRun, train_lm, write_table
+        out = train_lm(LMRun(**{settings!r}), torch.load({str(tmp_path / 'train.pt')!r}), torch.load({str(tmp_path / 'valid.pt')!r}),
+                       40, sys.argv[1])
+        write_table(out["log"], sys.argv[2])
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    work = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-c", script, str(work), str(tmp_path / "resumed.csv")], env=env, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not (work / "resume.pt").exists():
+        assert proc.poll() is None, "training ended before its first checkpoint"
+        assert time.time() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (tmp_path / "resumed.csv").exists()
+    state = torch.load(work / "resume.pt", weights_only=True)
+    assert 0 < state["step"] < 400
+    subprocess.run([sys.executable, "-c", script, str(work), str(tmp_path / "resumed.csv")], env=env, check=True, stderr=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "clean"), str(tmp_path / "clean.csv")], env=env, check=True, stderr=subprocess.DEVNULL)
+    resumed, clean = pd.read_csv(tmp_path / "resumed.csv"), pd.read_csv(tmp_path / "clean.csv")
+    pd.testing.assert_frame_equal(resumed, clean)
+
+
+def test_resume_refuses_other_settings(tmp_path):
+    tr, va = _tiny_data()
+    run = LMRun(**TINY, iterations=20, checkpoint_every=10)
+    work = tmp_path / "w"
+    work.mkdir()
+    torch.save({"run": {"other": 1}, "step": 10}, work / "resume.pt")
+    with pytest.raises(RuntimeError, match="different settings"):
+        train_lm(run, tr, va, 40, work)
