@@ -16,6 +16,9 @@ def test_atomic_open_writes_on_success(tmp_path):
         fh.write("done\n")
     assert (tmp_path / "sub" / "out.txt").read_text() == "done\n"
     assert os.listdir(tmp_path / "sub") == ["out.txt"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "sub" / "out.txt").stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_exception_leaves_nothing_and_keeps_old_file(tmp_path):
