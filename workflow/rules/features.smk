@@ -7,7 +7,7 @@
 #      benchmark, threads, resources and params code=code_hash("features");
 #   2. a rule fig_features_<n> (localrule) that reads only those tables and writes
 #      report_figure("features/fig<n>", "features", "features_fig<n>.rst") plus other_formats("features/fig<n>"), and
-#      its claims to results/features/claims/fig<n>.csv;
+#      its claims to results/features/claims/<n>.csv;
 #   3. register both below, and a caption in workflow/report/.
 
 PAPER_TARGETS["features"] += []

@@ -7,7 +7,7 @@
 #      benchmark, threads, resources and params code=code_hash("joma");
 #   2. a rule fig_joma_<n> (localrule) that reads only those tables and writes
 #      report_figure("joma/fig<n>", "joma", "joma_fig<n>.rst") plus other_formats("joma/fig<n>"), and
-#      its claims to results/joma/claims/fig<n>.csv;
+#      its claims to results/joma/claims/<n>.csv;
 #   3. register both below, and a caption in workflow/report/.
 
 PAPER_TARGETS["joma"] += []

@@ -6,8 +6,9 @@
 #   1. a compute rule (training/simulation) that writes tidy tables under results/scan_snap/, with log,
 #      benchmark, threads, resources and params code=code_hash("scan_snap");
 #   2. a rule fig_scan_snap_<n> (localrule) that reads only those tables and writes
-#      report_figure("scan_snap/fig<n>", "scan_snap", "scan_snap_fig<n>.rst") plus other_formats("scan_snap/fig<n>"), and
-#      its claims to results/scan_snap/claims/fig<n>.csv;
+#      report_figure("scan_snap/fig<n>", "scan_snap", "scan_snap_fig<n>.rst") and
+#      other_formats("scan_snap/fig<n>"), and
+#      its claims to results/scan_snap/claims/<n>.csv;
 #   3. register both below, and a caption in workflow/report/.
 
 SS = f"{RESULTS}/scan_snap"

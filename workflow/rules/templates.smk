@@ -7,7 +7,7 @@
 #      benchmark, threads, resources and params code=code_hash("templates");
 #   2. a rule fig_templates_<n> (localrule) that reads only those tables and writes
 #      report_figure("templates/fig<n>", "templates", "templates_fig<n>.rst") plus other_formats("templates/fig<n>"), and
-#      its claims to results/templates/claims/fig<n>.csv;
+#      its claims to results/templates/claims/<n>.csv;
 #   3. register both below, and a caption in workflow/report/.
 
 PAPER_TARGETS["templates"] += []

@@ -333,7 +333,7 @@ def fig7(maps_csvs: list[str], figures: list[str], scale: str, dpi: int, variant
         claims.append(_claim(f"wiki_freeze_{v}", "Fig. 7", f"{v}: layer-0 attention freezes: the change between the last two checkpoints "
                              f"({map_steps[-2]}, {map_steps[-1]}) is below a quarter of the change between {map_steps[0]} and {map_steps[1]}",
                              "mean |A(last) - A(previous)| / mean |A(1) - A(0)|", float(late / early), "<", 0.25, scale))
-    fig.suptitle(f"Fig. 7: WikiText-2 layer-0 attention (35 x 35, query rows) of a fixed validation sequence (scale: {scale})")
+    fig.suptitle(f"Fig. 7: WikiText layer-0 attention (35 x 35, query rows) of a fixed validation sequence (scale: {scale})")
     save_figure(fig, *figures, dpi=dpi)
     return claims
 
