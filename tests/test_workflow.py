@@ -190,3 +190,11 @@ def test_paper_code_change_reruns_only_that_paper(smoke_run):
         assert "scan_snap_syn_medium" not in out and "data_prepare" not in out
     finally:
         figures.write_text(original)
+
+
+def test_joma_smoke_outputs(smoke_run):
+    work, _, _ = smoke_run
+    results = work / "results"
+    assert (results / "figures" / "joma" / "fig4.png").stat().st_size > 1000
+    ids = {r["claim_id"] for r in csv.DictReader(open(results / "joma" / "claims.csv"))}
+    assert {"fig4_start", "fig4_rebound", "fig4_exact", "thm2_invariant", "thm2_limits"} <= ids

@@ -93,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     from featlearn.scan_snap.cli import register as register_scan_snap
 
     register_scan_snap(sub)
+    from featlearn.joma.cli import register as register_joma
+
+    register_joma(sub)
     return parser
 
 
