@@ -61,8 +61,10 @@ def write_text(path: str | os.PathLike, text: str) -> None:
 def save_tensor(path: str | os.PathLike, tensor) -> None:
     import torch
 
-    with atomic_path(path) as tmp:
-        torch.save(tensor, tmp)
+    # through a file handle: torch names the archive's inner folder after a path's stem, which would
+    # put the random temporary name into the bytes and make identical tensors differ on disk
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        torch.save(tensor, fh)
 
 
 def load_tensor(path: str | os.PathLike):

@@ -195,9 +195,10 @@ def read_ag_news_csv(path: str | Path) -> list[tuple[int, str]]:
     """Rows as (label 0..3, title + " " + description)."""
     out = []
     with open(path, newline="", encoding="utf-8") as fh:
-        for lineno, row in enumerate(csv.reader(fh), 1):
-            if len(row) != 3 or not row[0].isdigit() or not 1 <= int(row[0]) <= 4:
-                raise DataError(f"{path}:{lineno}: expected 3 fields 'class(1-4),title,description', got {row[:3]!r}")
+        reader = csv.reader(fh)
+        for row in reader:
+            if len(row) != 3 or row[0] not in ("1", "2", "3", "4"):
+                raise DataError(f"{path}:{reader.line_num}: expected 3 fields 'class(1-4),title,description', got {row[:3]!r}")
             title, desc = (s.replace("\\n", " ") for s in row[1:])
             out.append((int(row[0]) - 1, f"{title} {desc}"))
     if not out:
@@ -221,7 +222,11 @@ def lm_lines(lines: Iterable[str]) -> Iterator[list[str]]:
 
 
 def lm_tokens(text: str) -> list[str]:
-    return [t for toks in lm_lines(text.splitlines()) for t in toks]
+    """Tokens of a whole text, split into lines at "\n" only (as reading the file line by line does)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [t for toks in lm_lines(lines) for t in toks]
 
 
 @contextlib.contextmanager

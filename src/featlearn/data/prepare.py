@@ -96,6 +96,8 @@ def _encode(lines: Iterable[list[str]], index: dict[str, int], grow: bool, where
                     raise DataError(f"{where}: token {t!r} is not in the training vocabulary")
                 i = index[t] = len(index)
             ids.append(i)
+    if not ids:
+        raise DataError(f"{where}: the split holds no tokens")
     return torch.frombuffer(bytearray(ids.tobytes()), dtype=torch.int64)
 
 
