@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from featlearn.cliutil import add_figure_arguments
+
 
 def _compute(args) -> None:
     from featlearn.joma import experiments as ex
@@ -34,10 +36,5 @@ def register(sub) -> None:
     p.set_defaults(func=_compute)
     p = sub.add_parser("joma-figure", help="JoMA: one figure (and its claims) from tables")
     p.add_argument("--figure", required=True, choices=["4", "theorem2"])
-    p.add_argument("--tables", nargs="+", required=True)
-    p.add_argument("--figures", nargs="*", default=[])
-    p.add_argument("--claims", required=True)
-    p.add_argument("--settings", default=None)
-    p.add_argument("--scale", required=True)
-    p.add_argument("--dpi", type=int, default=150)
+    add_figure_arguments(p, claims_required=True)
     p.set_defaults(func=_figure)

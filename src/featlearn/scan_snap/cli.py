@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 
+from featlearn.cliutil import add_figure_arguments
+
 
 def _compute(args) -> None:
     import torch
@@ -76,10 +78,5 @@ def register(sub) -> None:
 
     p = sub.add_parser("scan-snap-figure", help="Scan and Snap: one figure (and its claims) from tables")
     p.add_argument("--figure", required=True, choices=["generator", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"])
-    p.add_argument("--tables", nargs="+", required=True)
-    p.add_argument("--figures", nargs="*", default=[])
-    p.add_argument("--claims", default=None)
-    p.add_argument("--settings", default=None)
-    p.add_argument("--scale", required=True)
-    p.add_argument("--dpi", type=int, default=150)
+    add_figure_arguments(p, claims_required=False)
     p.set_defaults(func=_figure)
