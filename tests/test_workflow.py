@@ -79,18 +79,12 @@ def test_paper_target_and_report(smoke_run):
 
 def test_changed_data_code_reruns_data_jobs_only(smoke_run):
     work, env, _ = smoke_run
-    parsers = work / "src" / "featlearn" / "data" / "parsers.py"
-    original = parsers.read_text()
-    try:
-        parsers.write_text(original + "\n# a comment changes the code hash\n")
-        out = check_ok(snakemake(work, *SMOKE, "-n", "--quiet", "rules", env=env)).stdout  # the rules that would run
-        assert "data_prepare_classification" in out and "data_prepare_lm" in out
-        assert "data_fetch" not in out  # raw downloads are never redone for a code change
-        # jobs that read no data are not rerun; the WikiText models are (their input changes)
-        assert "scan_snap_syn_medium" not in out and "scan_snap_theory" not in out
-        assert "scan_snap_wikitext" in out
-    finally:
-        parsers.write_text(original)
+    out = _would_run_after_edit(work, env, "data/parsers.py")
+    assert "data_prepare_classification" in out and "data_prepare_lm" in out
+    assert "data_fetch" not in out  # raw downloads are never redone for a code change
+    # jobs that read no data are not rerun; the WikiText models are (their input changes)
+    assert "scan_snap_syn_medium" not in out and "scan_snap_theory" not in out
+    assert "scan_snap_wikitext" in out
 
 
 def test_runs_with_every_dataset_switched_off(tmp_path):
@@ -170,6 +164,17 @@ def _would_run(work, env, *extra):
     return check_ok(snakemake(work, *SMOKE, *extra, "-n", "--quiet", "rules", env=env)).stdout
 
 
+def _would_run_after_edit(work, env, module):
+    """The rules a dry run would schedule after a comment is appended to src/featlearn/<module>."""
+    path = work / "src" / "featlearn" / module
+    original = path.read_text()
+    try:
+        path.write_text(original + "\n# edited\n")
+        return _would_run(work, env)
+    finally:
+        path.write_text(original)
+
+
 def test_figure_style_change_reruns_only_figures(smoke_run):
     work, env, _ = smoke_run
     (work / "style.yaml").write_text("report:\n  dpi: 61\n")
@@ -181,15 +186,9 @@ def test_figure_style_change_reruns_only_figures(smoke_run):
 
 def test_paper_code_change_reruns_only_that_paper(smoke_run):
     work, env, _ = smoke_run
-    figures = work / "src" / "featlearn" / "scan_snap" / "figures.py"
-    original = figures.read_text()
-    try:
-        figures.write_text(original + "\n# edited\n")
-        out = _would_run(work, env)
-        assert "fig_scan_snap_6" in out and "check_scan_snap_generator" in out
-        assert "scan_snap_syn_medium" not in out and "data_prepare" not in out
-    finally:
-        figures.write_text(original)
+    out = _would_run_after_edit(work, env, "scan_snap/figures.py")
+    assert "fig_scan_snap_6" in out and "check_scan_snap_generator" in out
+    assert "scan_snap_syn_medium" not in out and "data_prepare" not in out
 
 
 def test_joma_smoke_outputs(smoke_run):
