@@ -14,9 +14,42 @@ JM = f"{RESULTS}/joma"
 JM_CFG = config["joma"]
 JM_COMPUTE = code_hash("joma/dynamics.py", "joma/experiments.py")
 JM_PLOT = code_hash("joma/figures.py", "plotting.py", "claims.py")
+JM_LM_CODE = code_hash("lm", "joma/wikitext.py")
+JM_WIKI_PLOT = code_hash("joma/wikitext_figures.py", "lm/attention.py", "plotting.py", "claims.py")
 
 PAPER_TARGETS["joma"] += [f"{FIGURES}/joma/fig4.png"]
 PAPER_CLAIMS["joma"] += [f"{JM}/claims/4.csv", f"{JM}/claims/theorem2.csv"]
+
+# WikiText language models (Figs. 6, 8): one training job per (dataset, layers, lr, seed); the
+# 5-layer run at Fig. 6's learning rate serves both figures.
+JM_WIKI = JM_CFG["wikitext"]
+JM_WIKI_DATASETS = [d for d in JM_WIKI["datasets"] if dataset_on(d)]
+JM_BPTT = 35  # tutorial recipe; the uniform causal entropy bound 2.632 is for this window
+
+
+def jm_lm_log(dataset, n_layer, lr, seed):
+    return f"{JM}/wikitext/{dataset}/L{n_layer}_lr{lr:g}_s{seed}.csv"
+
+
+JM_FIG6_LOGS = [
+    jm_lm_log(d, L, JM_WIKI["fig6"]["lr"], s)
+    for d in JM_WIKI_DATASETS
+    for L in JM_WIKI["fig6"]["layers"]
+    for s in JM_WIKI["seeds"]
+]
+JM_FIG8_LOGS = [
+    jm_lm_log(d, JM_WIKI["fig8"]["n_layer"], lr, s)
+    for d in JM_WIKI_DATASETS
+    for lr in JM_WIKI["fig8"]["lrs"]
+    for s in JM_WIKI["seeds"]
+]
+if JM_WIKI_DATASETS:
+    PAPER_TARGETS["joma"] += [f"{FIGURES}/joma/fig6.png", f"{FIGURES}/joma/fig8.png"]
+    PAPER_CLAIMS["joma"] += [f"{JM}/claims/6.csv", f"{JM}/claims/8.csv"]
+else:
+    SKIPPED["joma Figs. 6, 8"] = (
+        f"none of the WikiText datasets {JM_WIKI['datasets']} is available"
+    )
 
 
 rule joma_eq6:
@@ -107,6 +140,103 @@ rule check_joma_theorem2:
     shell:
         "python -m featlearn joma-figure --figure theorem2 --tables {input}"
         " --claims {output} --scale {params.scale} > {log} 2>&1"
+
+
+rule joma_wikitext:
+    input:
+        train=prepared("{dataset}", "train.pt"),
+        valid=prepared("{dataset}", "valid.pt"),
+        vocab=prepared("{dataset}", "vocab.json"),
+    output:
+        f"{JM}/wikitext/{{dataset}}/L{{n_layer}}_lr{{lr}}_s{{seed}}.csv",
+    log:
+        f"{LOGS}/joma/wikitext/{{dataset}}/L{{n_layer}}_lr{{lr}}_s{{seed}}.log",
+    benchmark:
+        f"{BENCH}/joma/wikitext/{{dataset}}/L{{n_layer}}_lr{{lr}}_s{{seed}}.tsv"
+    wildcard_constraints:
+        dataset="wikitext2|wikitext103",
+        n_layer=r"\d+",
+        lr=r"[0-9.e+-]+",
+        seed=r"\d+",
+    conda:
+        ENV
+    threads: JM_CFG["threads"]
+    resources:
+        mem_mb=6000,
+        runtime=lambda wc: 60 + 2 * int(wc.n_layer),
+        gpu=1 if config["device"] != "cpu" else 0,
+    params:
+        settings=lambda wc: json.dumps(
+            {
+                "n_layer": int(wc.n_layer),
+                "lr": float(wc.lr),
+                "seed": int(wc.seed),
+                "dropout": JM_WIKI["dropout"],
+                "iterations": JM_WIKI["iterations"],
+                "log_every": JM_WIKI["log_every"],
+                "checkpoint_every": JM_WIKI["checkpoint_every"],
+                "val_windows": JM_WIKI["val_windows"],
+                "bptt": JM_BPTT,
+            },
+            sort_keys=True,
+        ),
+        work_dir=lambda wc: f"{JM}/wikitext/{wc.dataset}/L{wc.n_layer}_lr{wc.lr}_s{wc.seed}.resume",
+        device=config["device"],
+        code=JM_LM_CODE,
+    shell:
+        "python -m featlearn joma-compute --experiment wikitext --dataset {wildcards.dataset}"
+        " --settings {params.settings:q} --threads {threads} --device {params.device}"
+        " --inputs {input.train} {input.valid} {input.vocab} --work-dir {params.work_dir}"
+        " --out {output} > {log} 2>&1"
+
+
+rule fig_joma_6:
+    input:
+        JM_FIG6_LOGS,
+    output:
+        png=report_figure("joma/fig6", "joma", "joma_fig6.rst"),
+        other=other_formats("joma/fig6"),
+        rank_png=report_figure("joma/fig6_stable_rank", "joma", "joma_fig6_stable_rank.rst"),
+        rank_other=other_formats("joma/fig6_stable_rank"),
+        claims=f"{JM}/claims/6.csv",
+    log:
+        f"{LOGS}/joma/fig6.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        settings=json.dumps({"lr": JM_WIKI["fig6"]["lr"], "bptt": JM_BPTT}),
+        scale=SCALE,
+        dpi=config["report"]["dpi"],
+        code=JM_WIKI_PLOT,
+    shell:
+        "python -m featlearn joma-figure --figure 6 --tables {input}"
+        " --figures {output.png} {output.other} {output.rank_png} {output.rank_other}"
+        " --claims {output.claims} --settings {params.settings:q} --scale {params.scale}"
+        " --dpi {params.dpi} > {log} 2>&1"
+
+
+rule fig_joma_8:
+    input:
+        JM_FIG8_LOGS,
+    output:
+        png=report_figure("joma/fig8", "joma", "joma_fig8.rst"),
+        other=other_formats("joma/fig8"),
+        claims=f"{JM}/claims/8.csv",
+    log:
+        f"{LOGS}/joma/fig8.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        settings=json.dumps({"n_layer": JM_WIKI["fig8"]["n_layer"], "bptt": JM_BPTT}),
+        scale=SCALE,
+        dpi=config["report"]["dpi"],
+        code=JM_WIKI_PLOT,
+    shell:
+        "python -m featlearn joma-figure --figure 8 --tables {input}"
+        " --figures {output.png} {output.other} --claims {output.claims}"
+        " --settings {params.settings:q} --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
 
 
 rule joma:

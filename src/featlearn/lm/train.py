@@ -1,4 +1,6 @@
-"""Train a transformer LM with logged validation loss, per-layer attention entropy and attention maps.
+"""Train a transformer LM with logged validation loss, per-layer attention entropy, per-layer stable rank
+of the feed-forward up-projection (``linear1``, JoMA Fig. 7's measure on our own checkpoints) and
+attention maps.
 
 Tables (long format) are written when training ends; a resume checkpoint is written atomically every
 ``checkpoint_every`` iterations, so a killed job continues from there when rerun (same result on CPU:
@@ -21,6 +23,7 @@ from featlearn.io import atomic_open, atomic_path
 from featlearn.lm.attention import attention_entropy
 from featlearn.lm.data import batchify, get_batch, num_batches
 from featlearn.lm.model import LMConfig, TransformerLM
+from featlearn.lm.rank import stable_rank
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,8 @@ def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
             log_rows.append({"step": step, "metric": "train_loss", "layer": -1, "value": train_loss})
         for layer, e in enumerate(ents.tolist()):
             log_rows.append({"step": step, "metric": "attention_entropy", "layer": layer, "value": e})
+        for layer, block in enumerate(model.layers):
+            log_rows.append({"step": step, "metric": "stable_rank", "layer": layer, "value": stable_rank(block.linear1.weight)})
         if probe is not None:
             for layer, a in enumerate(probe):
                 T = a.shape[0]
@@ -141,6 +146,18 @@ def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
     seconds = time.perf_counter() - t0
     print(f"[lm{tag}] done: {run.iterations - start} iterations in {seconds:.0f}s", file=sys.stderr, flush=True)
     return {"log": pd.DataFrame(log_rows), "maps": pd.concat(map_rows, ignore_index=True) if map_rows else pd.DataFrame(), "model": model, "resume": resume_path}
+
+
+def train_from_files(settings: dict, train_pt: str, valid_pt: str, vocab_json: str, work_dir: str, device: str, tag: str = "") -> dict:
+    """Train on a prepared LM dataset (token tensors and vocabulary written by ``data-prepare``)."""
+    import json
+
+    from featlearn.io import load_tensor
+
+    with open(vocab_json, encoding="utf-8") as fh:
+        vocab = len(json.load(fh))
+    print(f"[lm{tag}] settings {settings}", file=sys.stderr, flush=True)
+    return train_lm(LMRun(**settings), load_tensor(train_pt), load_tensor(valid_pt), vocab, work_dir, device=device, tag=tag)
 
 
 def write_table(df: pd.DataFrame, path: str | os.PathLike) -> None:

@@ -8,18 +8,10 @@ clipping 0.5, constant learning rate; 1 layer with dropout 0.3, [D] 3 layers wit
 
 from __future__ import annotations
 
-import json
-import sys
-
-from featlearn.io import load_tensor
-from featlearn.lm.train import LMRun, train_lm, write_table
+from featlearn.lm.train import train_from_files, write_table
 
 
 def run_variant(settings: dict, train_pt: str, valid_pt: str, vocab_json: str, out_log: str, out_maps: str, work_dir: str, device: str) -> None:
-    with open(vocab_json, encoding="utf-8") as fh:
-        vocab = len(json.load(fh))
-    run = LMRun(**settings)
-    print(f"[scan_snap] WikiText LM {settings}", file=sys.stderr, flush=True)
-    out = train_lm(run, load_tensor(train_pt), load_tensor(valid_pt), vocab, work_dir, device=device, tag=f" {settings.get('n_layer')}L lr{settings.get('lr')}")
+    out = train_from_files(settings, train_pt, valid_pt, vocab_json, work_dir, device, tag=f" {settings.get('n_layer')}L lr{settings.get('lr')}")
     write_table(out["log"], out_log)
     write_table(out["maps"], out_maps)

@@ -1,0 +1,165 @@
+"""JoMA Figs. 6 and 8 (attention entropy of WikiText LMs over training) and the claims they check.
+
+Reads only the long logs written by ``featlearn.joma.wikitext.run`` (columns dataset, n_layer, lr, seed,
+step, metric, layer, value). A curve "drops and rebounds" when its interior minimum lies ``drop`` nats
+below its first value and its last value lies ``rebound`` nats above that minimum.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from featlearn.claims import Claim, check
+from featlearn.lm.attention import uniform_causal_entropy
+from featlearn.plotting import save_figure, set_style
+
+PAPER = "joma"
+DROP, REBOUND = 0.1, 0.05  # reference, claim 6
+STEP0_TOL = 0.1  # [D] "step-0 close to the uniform bound"
+
+
+def read_logs(paths: list[str]) -> pd.DataFrame:
+    return pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+
+
+def curves(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Mean and std over seeds of one metric per (dataset, n_layer, lr, layer, step)."""
+    sub = df[df["metric"] == metric]
+    return sub.groupby(["dataset", "n_layer", "lr", "layer", "step"])["value"].agg(["mean", "std"]).reset_index()
+
+
+def drop_rebound(values: np.ndarray) -> tuple[float, float]:
+    """(start - interior minimum, end - minimum); the drop is 0 when the minimum is the first or last point."""
+    i = int(np.argmin(values))
+    drop = float(values[0] - values[i]) if 0 < i < len(values) - 1 else 0.0
+    return drop, float(values[-1] - values[i])
+
+
+def _curve(c: pd.DataFrame, dataset: str, n_layer: int, lr: float, layer: int) -> np.ndarray:
+    sel = c[(c["dataset"] == dataset) & (c["n_layer"] == n_layer) & np.isclose(c["lr"], lr) & (c["layer"] == layer)]
+    return sel.sort_values("step")["mean"].to_numpy()
+
+
+def _draw_layers(ax, c: pd.DataFrame, bound: float) -> None:
+    n = int(c["layer"].max()) + 1
+    palette = sns.color_palette("viridis", n)
+    for layer, sub in c.groupby("layer"):
+        sub = sub.sort_values("step")
+        ax.plot(sub["step"], sub["mean"], color=palette[layer], lw=1.2, label=f"layer {layer}")
+        if sub["std"].notna().any():
+            ax.fill_between(sub["step"], sub["mean"] - sub["std"], sub["mean"] + sub["std"], color=palette[layer], alpha=0.2, lw=0)
+    if bound is not None:
+        ax.axhline(bound, color="k", ls="--", lw=0.8)
+
+
+def best_val_loss(df: pd.DataFrame, dataset: str, n_layer: int, lr: float) -> float:
+    v = df[(df["metric"] == "val_loss") & (df["dataset"] == dataset) & (df["n_layer"] == n_layer) & np.isclose(df["lr"], lr)]
+    return float(v.groupby("step")["value"].mean().min())
+
+
+def fig6(tables: list[str], figures: list[str], rank_figures: list[str], scale: str, dpi: int, lr: float, bptt: int) -> list[Claim]:
+    df = read_logs(tables)
+    df = df[np.isclose(df["lr"], lr)]
+    bound = uniform_causal_entropy(bptt)
+    set_style()
+    datasets = sorted(df["dataset"].unique())
+    layers = sorted(df["n_layer"].unique())
+    claims: list[Claim] = []
+    for metric, files, ylabel in (("attention_entropy", figures, "attention entropy (nats)"), ("stable_rank", rank_figures, "stable rank of FFN up-projection")):
+        c = curves(df, metric)
+        fig, axes = plt.subplots(len(datasets), len(layers), figsize=(3.4 * len(layers), 2.9 * len(datasets)), layout="constrained", squeeze=False)
+        for r, ds in enumerate(datasets):
+            for k, L in enumerate(layers):
+                ax = axes[r, k]
+                _draw_layers(ax, c[(c["dataset"] == ds) & (c["n_layer"] == L)], bound if metric == "attention_entropy" else None)
+                ax.set_title(f"{ds}, {L} layer{'s' if L > 1 else ''}, best val {best_val_loss(df, ds, L, lr):.2f}", fontsize=9)
+                ax.set_xlabel("iteration")
+                if k == 0:
+                    ax.set_ylabel(ylabel)
+                if L == max(layers) and r == 0:
+                    ax.legend(fontsize=6, ncol=2)
+        what = "attention entropy per layer (dashed: uniform causal bound)" if metric == "attention_entropy" else "stable rank per layer"
+        fig.suptitle(f"JoMA Fig. 6: {what}, Adam lr {lr:g}, mean over seeds (scale: {scale})")
+        save_figure(fig, *files, dpi=dpi)
+
+    c = curves(df, "attention_entropy")
+    for ds in datasets:
+        sub = c[c["dataset"] == ds]
+        claims.append(check(PAPER, f"fig6_bound_{ds}", "Fig. 6", f"every attention entropy stays at or below the uniform causal bound {bound:.3f} ({ds})",
+                            "max entropy over layers and steps", float(sub["mean"].max()), "<=", bound, scale))
+        start = sub[sub["step"] == sub["step"].min()]["mean"]
+        claims.append(check(PAPER, f"fig6_step0_{ds}", "Fig. 6", f"at step 0 the entropy is close to the uniform bound (within {STEP0_TOL} nats; {ds})",
+                            "max |H(0) - bound| over layers", float((start - bound).abs().max()), "<=", STEP0_TOL, scale))
+        for L in layers:
+            top = _curve(c, ds, L, lr, L - 1)
+            d, rb = drop_rebound(top)
+            name = "1layer" if L == 1 else f"{L}layer_top"
+            which = "the 1-layer curve" if L == 1 else f"the top layer of the {L}-layer model"
+            claims.append(check(PAPER, f"fig6_{name}_drop_{ds}", "Fig. 6", f"{which} has an interior minimum at least {DROP} nats below its start ({ds})",
+                                "H(0) - interior min", d, ">=", DROP, scale))
+            claims.append(check(PAPER, f"fig6_{name}_rebound_{ds}", "Fig. 6", f"{which} ends at least {REBOUND} nats above its minimum ({ds})",
+                                "H(end) - min", rb, ">=", REBOUND, scale))
+            if L > 1:
+                bottom = _curve(c, ds, L, lr, 0)
+                steps = np.sort(sub["step"].unique())
+                half = steps >= steps[len(steps) // 2]
+                claims.append(check(PAPER, f"fig6_{L}layer_bottom_lower_{ds}", "Fig. 6",
+                                    f"in the {L}-layer model the bottom layer stays below the top layer over the second half of training ({ds})",
+                                    "max over second-half steps of H(bottom) - H(top)", float((bottom[half] - top[half]).max()), "<", 0.0, scale))
+    return claims
+
+
+def fig8(tables: list[str], figures: list[str], scale: str, dpi: int, n_layer: int, bptt: int) -> list[Claim]:
+    df = read_logs(tables)
+    df = df[df["n_layer"] == n_layer]
+    bound = uniform_causal_entropy(bptt)
+    c = curves(df, "attention_entropy")
+    set_style()
+    datasets = sorted(df["dataset"].unique())
+    lrs = sorted(df["lr"].unique())
+    fig, axes = plt.subplots(len(datasets), len(lrs), figsize=(2.9 * len(lrs), 2.8 * len(datasets)), layout="constrained", squeeze=False, sharey=True)
+    best = {(ds, lr): best_val_loss(df, ds, n_layer, lr) for ds in datasets for lr in lrs}
+    for r, ds in enumerate(datasets):
+        for k, lr in enumerate(lrs):
+            ax = axes[r, k]
+            _draw_layers(ax, c[(c["dataset"] == ds) & np.isclose(c["lr"], lr)], bound)
+            ax.set_title(f"lr {lr:g}: best val loss {best[(ds, lr)]:.2f}", fontsize=9)
+            ax.set_xlabel("iteration")
+            if k == 0:
+                ax.set_ylabel(f"{ds}\nattention entropy (nats)")
+    axes[0, -1].legend(fontsize=6, ncol=2)
+    fig.suptitle(f"JoMA Fig. 8: {n_layer}-layer WikiText LM across Adam learning rates (scale: {scale})")
+    save_figure(fig, *figures, dpi=dpi)
+
+    claims: list[Claim] = []
+    for ds in datasets:
+        def layer_curves(lr):
+            return [_curve(c, ds, n_layer, lr, layer) for layer in range(n_layer)]
+
+        lr_best = min(lrs, key=lambda lr: best[(ds, lr)])
+        dr = [drop_rebound(h) for h in layer_curves(lr_best)]
+        qualifying = [rb for d, rb in dr if d >= DROP]
+        claims.append(check(PAPER, f"fig8_best_rebound_{ds}", "Fig. 8",
+                            f"at the learning rate with the best validation loss ({lr_best:g}) some layer drops by {DROP} nats and rebounds by {REBOUND} ({ds})",
+                            "largest rebound among layers that drop", max(qualifying) if qualifying else 0.0, ">=", REBOUND, scale))
+        val = df[(df["metric"] == "val_loss") & (df["dataset"] == ds)].groupby(["lr", "step"])["value"].mean().reset_index()
+        stable = []
+        for lr in lrs:
+            v = val[np.isclose(val["lr"], lr)].sort_values("step")["value"].to_numpy()
+            if np.all(np.isfinite(v)) and v[-1] < v[0]:
+                stable.append(lr)
+        if stable:
+            lr_big = max(stable)
+            ends = [h[-1] for h in layer_curves(lr_big)]
+            claims.append(check(PAPER, f"fig8_large_lr_sparse_{ds}", "Fig. 8",
+                                f"the largest stable learning rate ({lr_big:g}) ends sparser: below 0.5 nats in some layer ({ds})",
+                                "min over layers of the final entropy", float(min(ends)), "<", 0.5, scale))
+        small = lrs[:2] if len(lrs) > 3 else lrs[:1]
+        rebounds = [drop_rebound(h)[1] for lr in small for h in layer_curves(lr)]
+        claims.append(check(PAPER, f"fig8_small_no_rebound_{ds}", "Fig. 8",
+                            f"the smallest learning rates ({', '.join(f'{x:g}' for x in small)}) show no rebound within the budget ({ds})",
+                            "max rebound H(end) - min over their layers", float(max(rebounds)), "<", REBOUND, scale))
+    return claims
