@@ -50,3 +50,48 @@ def test_discrete_variant_entropy_drops_then_rebounds_and_control_does_not():
     ctrl = D.eq6_discrete(mu, 0.05, 0.02, 3000, attention=False)
     Hc = D.entropy(D.softmax(ctrl**2 / 3))
     assert np.all(np.diff(Hc) <= 1e-12)
+
+
+# --- WikiText figures (6, 8): claim logic on synthetic logs ---------------------------------------
+
+from featlearn.joma import wikitext_figures as W  # noqa: E402
+
+
+def test_drop_rebound():
+    assert W.drop_rebound(np.array([2.6, 2.0, 1.5, 1.8])) == pytest.approx((1.1, 0.3))
+    assert W.drop_rebound(np.array([2.6, 2.4, 2.2])) == pytest.approx((0.0, 0.0))  # minimum at the end: no interior drop
+    assert W.drop_rebound(np.array([2.0, 2.2, 2.5]))[0] == 0.0  # minimum at the start
+
+
+def _log(n_layer, lr, curves, val):
+    rows = []
+    for step, vals in enumerate(zip(*curves)):
+        for layer, v in enumerate(vals):
+            rows.append({"dataset": "wikitext2", "n_layer": n_layer, "lr": lr, "seed": 1, "step": step * 10, "metric": "attention_entropy", "layer": layer, "value": v})
+            rows.append({"dataset": "wikitext2", "n_layer": n_layer, "lr": lr, "seed": 1, "step": step * 10, "metric": "stable_rank", "layer": layer, "value": 50.0 - step})
+        rows.append({"dataset": "wikitext2", "n_layer": n_layer, "lr": lr, "seed": 1, "step": step * 10, "metric": "val_loss", "layer": -1, "value": val[step]})
+    return rows
+
+
+def test_fig6_and_fig8_claims_on_planted_curves(tmp_path):
+    import pandas as pd
+
+    rebound = [2.6, 2.0, 1.6, 1.9, 2.1]  # drops 1.0, rebounds 0.5
+    flat = [2.6, 2.59, 2.58, 2.57, 2.56]  # monotone: no rebound
+    low = [2.6, 1.0, 0.5, 0.4, 0.3]
+    val = [10.0, 8.0, 7.0, 6.5, 6.4]
+    p1, p2, p3 = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "c.csv"
+    pd.DataFrame(_log(1, 1e-4, [rebound], val)).to_csv(p1, index=False)
+    pd.DataFrame(_log(2, 1e-4, [low, rebound], val)).to_csv(p2, index=False)
+    pd.DataFrame(_log(2, 1e-6, [flat, flat], [10.0, 9.9, 9.8, 9.7, 9.6])).to_csv(p3, index=False)
+    claims = {c.claim_id: c for c in W.fig6([str(p1), str(p2)], [str(tmp_path / "f6.png")], [str(tmp_path / "r6.png")], "test", 50, 1e-4, 35)}
+    assert claims["fig6_bound_wikitext2"].passed and claims["fig6_step0_wikitext2"].passed
+    assert claims["fig6_1layer_drop_wikitext2"].measured == pytest.approx(1.0)
+    assert claims["fig6_1layer_rebound_wikitext2"].measured == pytest.approx(0.5)
+    assert claims["fig6_2layer_top_rebound_wikitext2"].passed
+    assert claims["fig6_2layer_bottom_lower_wikitext2"].passed  # the bottom (low) stays under the top
+    assert (tmp_path / "f6.png").exists() and (tmp_path / "r6.png").exists()
+    claims = {c.claim_id: c for c in W.fig8([str(p2), str(p3)], [str(tmp_path / "f8.png")], "test", 50, 2, 35)}
+    assert claims["fig8_best_rebound_wikitext2"].passed  # lr 1e-4 has the best loss and rebounds
+    assert claims["fig8_large_lr_sparse_wikitext2"].measured == pytest.approx(0.3)
+    assert claims["fig8_small_no_rebound_wikitext2"].passed  # lr 1e-6 is monotone

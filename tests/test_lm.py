@@ -79,6 +79,9 @@ def test_training_lowers_the_loss(tmp_path):
     assert val[-1] < val[0] - 0.5
     assert set(out["maps"]["layer"]) == {0, 1} and len(out["maps"]) == 7 * 2 * 8 * 8  # 7 logged steps
     assert not (tmp_path / "w" / "resume.pt").exists()  # removed once finished
+    rank = out["log"].query("metric == 'stable_rank'")
+    assert set(rank["layer"]) == {0, 1} and len(rank) == 7 * 2
+    assert ((rank["value"] >= 1) & (rank["value"] <= 16)).all()  # 1 <= stable rank <= min(n, m)
 
 
 def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
