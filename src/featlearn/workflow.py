@@ -79,3 +79,40 @@ def code_hash(*relative: str) -> str:
             h.update(str(path.relative_to(PACKAGE_DIR)).encode())
             h.update(path.read_bytes())
     return h.hexdigest()[:12]
+
+
+def hub_reachable(host: str = "huggingface.co", port: int = 443, timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to the model hub opens within ``timeout`` seconds (no request is sent)."""
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def pretrained_checkpoints(pre: dict, data_offline: bool) -> tuple[list[tuple[str, str]], list[str]]:
+    """Resolve ``joma.pretrained``: the (model, revision) pairs to analyse and, for each one left out,
+    why. ``enabled: auto`` keeps a checkpoint when it is in the Hugging Face cache, or when the network
+    may be used and the hub answers; ``true`` keeps them all (a missing one then fails clearly in its
+    job); ``false`` keeps none."""
+    pairs = [(m, r) for m, revs in pre["models"].items() for r in revs]
+    if pre["enabled"] is False:
+        return [], ["joma.pretrained.enabled is false"]
+    if pre["enabled"] is True:
+        return pairs, []
+    from featlearn.data.fetch import resolve_offline
+    from featlearn.joma.checkpoints import available
+
+    offline = resolve_offline(data_offline)
+    keep, why, reachable = [], [], None
+    for model, rev in pairs:
+        ok, reason = available(model, rev, pre["cache_dir"], offline=True)  # cached?
+        if not ok and not offline:
+            if reachable is None:
+                reachable = hub_reachable()
+            ok = reachable
+            reason = reason if ok else f"{model}@{rev} is not cached and the Hugging Face hub cannot be reached"
+        (keep.append((model, rev)) if ok else why.append(reason))
+    return keep, why

@@ -21,6 +21,7 @@ from featlearn.workflow import (
     code_hash,
     dataset_status,
     prepared_enabled,
+    pretrained_checkpoints,
 )
 
 RESULTS = "results"
@@ -51,8 +52,6 @@ for _name, _status in DATASET_STATUS.items():
         SKIPPED[f"dataset {_name}"] = (
             f"{_status.reason}; figures of {', '.join(_users)} that need it are skipped"
         )
-for _what, _why in sorted(SKIPPED.items()):
-    print(f"featlearn: skipping {_what} ({_why})", file=sys.stderr)
 
 
 def prepare_input(wildcards):

@@ -14,11 +14,23 @@ JM = f"{RESULTS}/joma"
 JM_CFG = config["joma"]
 JM_COMPUTE = code_hash("joma/dynamics.py", "joma/experiments.py")
 JM_PLOT = code_hash("joma/figures.py", "plotting.py", "claims.py")
+JM_SIM_COMPUTE = code_hash("joma/attention_sim.py")
+JM_SIM_PLOT = code_hash("joma/attention_sim_figures.py", "plotting.py", "claims.py")
 JM_LM_CODE = code_hash("lm", "joma/wikitext.py")
+JM_CKPT_CODE = code_hash("joma/checkpoints.py", "lm/rank.py", "lm/attention.py")
+JM_CKPT_PLOT = code_hash("joma/checkpoints_figures.py", "plotting.py", "claims.py")
 JM_WIKI_PLOT = code_hash("joma/wikitext_figures.py", "lm/attention.py", "plotting.py", "claims.py")
 
-PAPER_TARGETS["joma"] += [f"{FIGURES}/joma/fig4.png"]
-PAPER_CLAIMS["joma"] += [f"{JM}/claims/4.csv", f"{JM}/claims/theorem2.csv"]
+PAPER_TARGETS["joma"] += [
+    f"{FIGURES}/joma/fig2.png",
+    f"{FIGURES}/joma/fig3.png",
+    f"{FIGURES}/joma/fig4.png",
+]
+PAPER_CLAIMS["joma"] += [
+    f"{JM}/claims/2.csv",
+    f"{JM}/claims/4.csv",
+    f"{JM}/claims/theorem2.csv",
+]
 
 # WikiText language models (Figs. 6, 8): one training job per (dataset, layers, lr, seed); the
 # 5-layer run at Fig. 6's learning rate serves both figures.
@@ -140,6 +152,171 @@ rule check_joma_theorem2:
     shell:
         "python -m featlearn joma-figure --figure theorem2 --tables {input}"
         " --claims {output} --scale {params.scale} > {log} 2>&1"
+
+
+# Public checkpoints (Fig. 7): one job per (model, revision) that is cached or downloadable.
+JM_PRE = JM_CFG["pretrained"]
+JM_CKPTS, _jm_ckpt_skipped = pretrained_checkpoints(JM_PRE, config["data"]["offline"])
+JM_CKPT_ON = bool(JM_CKPTS) and dataset_on(JM_PRE["dataset"])
+if JM_CKPT_ON:
+    PAPER_TARGETS["joma"] += [f"{FIGURES}/joma/fig7.png"]
+    PAPER_CLAIMS["joma"] += [f"{JM}/claims/7.csv"]
+if _jm_ckpt_skipped:
+    _n = len(_jm_ckpt_skipped) + len(JM_CKPTS)
+    SKIPPED["joma Fig. 7" if not JM_CKPTS else "joma Fig. 7 checkpoints"] = (
+        f"{len(_jm_ckpt_skipped)} of {_n} checkpoints left out; first: {_jm_ckpt_skipped[0]}"
+    )
+elif not JM_CKPT_ON:
+    SKIPPED["joma Fig. 7"] = f"dataset {JM_PRE['dataset']} (validation text) is not available"
+
+
+rule joma_sim_softmax:
+    output:
+        steps=f"{JM}/sim_softmax_steps.csv",
+        matrices=f"{JM}/sim_softmax_matrices.csv",
+        v0=f"{JM}/sim_softmax_v0.csv",
+    log:
+        f"{LOGS}/joma/sim_softmax.log",
+    benchmark:
+        f"{BENCH}/joma/sim_softmax.tsv"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        settings=json.dumps(JM_CFG["sim_softmax"], sort_keys=True),
+        code=JM_SIM_COMPUTE,
+    shell:
+        "python -m featlearn joma-compute --experiment sim_softmax --settings {params.settings:q}"
+        " --out {output.steps} {output.matrices} {output.v0} > {log} 2>&1"
+
+
+rule joma_sim_exp:
+    output:
+        f"{JM}/sim_exp.csv",
+    log:
+        f"{LOGS}/joma/sim_exp.log",
+    benchmark:
+        f"{BENCH}/joma/sim_exp.tsv"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        settings=json.dumps(JM_CFG["sim_exp"], sort_keys=True),
+        code=JM_SIM_COMPUTE,
+    shell:
+        "python -m featlearn joma-compute --experiment sim_exp --settings {params.settings:q}"
+        " --out {output} > {log} 2>&1"
+
+
+rule fig_joma_2:
+    input:
+        rules.joma_sim_softmax.output.steps,
+        rules.joma_sim_softmax.output.matrices,
+        rules.joma_sim_exp.output,
+    output:
+        png=report_figure("joma/fig2", "joma", "joma_fig2.rst"),
+        other=other_formats("joma/fig2"),
+        claims=f"{JM}/claims/2.csv",
+    log:
+        f"{LOGS}/joma/fig2.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        scale=SCALE,
+        dpi=config["report"]["dpi"],
+        code=JM_SIM_PLOT,
+    shell:
+        "python -m featlearn joma-figure --figure 2 --tables {input}"
+        " --figures {output.png} {output.other} --claims {output.claims}"
+        " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
+
+
+rule fig_joma_3:
+    input:
+        rules.joma_sim_softmax.output.matrices,
+        rules.joma_sim_softmax.output.v0,
+    output:
+        png=report_figure("joma/fig3", "joma", "joma_fig3.rst"),
+        other=other_formats("joma/fig3"),
+    log:
+        f"{LOGS}/joma/fig3.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        scale=SCALE,
+        dpi=config["report"]["dpi"],
+        code=JM_SIM_PLOT,
+    shell:
+        "python -m featlearn joma-figure --figure 3 --tables {input}"
+        " --figures {output.png} {output.other}"
+        " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
+
+
+rule joma_checkpoint:
+    input:
+        valid=prepared(JM_PRE["dataset"], "valid.pt"),
+        vocab=prepared(JM_PRE["dataset"], "vocab.json"),
+    output:
+        f"{JM}/pretrained/{{model}}/{{revision}}.csv",
+    log:
+        f"{LOGS}/joma/pretrained/{{model}}/{{revision}}.log",
+    benchmark:
+        f"{BENCH}/joma/pretrained/{{model}}/{{revision}}.tsv"
+    wildcard_constraints:
+        model=r"[A-Za-z0-9._-]+",
+        revision=r"[A-Za-z0-9._-]+",
+    conda:
+        ENV
+    threads: JM_PRE["threads"]
+    resources:
+        mem_mb=lambda wc: JM_PRE["mem_mb"],
+        runtime=30,
+        gpu=1 if config["device"] != "cpu" else 0,
+    params:
+        settings=json.dumps(
+            {
+                k: JM_PRE[k]
+                for k in ("cache_dir", "window", "windows", "batch_size", "max_words", "dtype")
+            }
+            | {"offline": config["data"]["offline"]},
+            sort_keys=True,
+        ),
+        device=config["device"],
+        code=JM_CKPT_CODE,
+    shell:
+        "python -m featlearn joma-compute --experiment checkpoint --model {wildcards.model}"
+        " --revision {wildcards.revision} --settings {params.settings:q} --threads {threads}"
+        " --device {params.device} --inputs {input.valid} {input.vocab} --out {output} > {log} 2>&1"
+
+
+rule fig_joma_7:
+    input:
+        [f"{JM}/pretrained/{m}/{r}.csv" for m, r in JM_CKPTS],
+    output:
+        png=report_figure("joma/fig7", "joma", "joma_fig7.rst"),
+        other=other_formats("joma/fig7"),
+        claims=f"{JM}/claims/7.csv",
+    log:
+        f"{LOGS}/joma/fig7.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        scale=SCALE,
+        dpi=config["report"]["dpi"],
+        code=JM_CKPT_PLOT,
+    shell:
+        "python -m featlearn joma-figure --figure 7 --tables {input}"
+        " --figures {output.png} {output.other} --claims {output.claims}"
+        " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
 
 
 rule joma_wikitext:

@@ -1,5 +1,9 @@
 # Claims: each paper's claim tables -> results/<paper>/claims.csv -> results/scorecard.{csv,md}.
 
+# Every paper file has registered what it leaves out by now: say it once, at start-up.
+for _what, _why in sorted(SKIPPED.items()):
+    print(f"featlearn: skipping {_what} ({_why})", file=sys.stderr)
+
 
 rule paper_claims:
     input:

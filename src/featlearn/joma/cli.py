@@ -6,8 +6,8 @@ import json
 
 from featlearn.cliutil import add_figure_arguments
 
-EXPERIMENTS = ["eq6", "theorem2", "wikitext"]
-FIGURES = ["4", "theorem2", "6", "8"]
+EXPERIMENTS = ["eq6", "theorem2", "sim_softmax", "sim_exp", "wikitext", "checkpoint"]
+FIGURES = ["2", "3", "4", "theorem2", "6", "7", "8"]
 
 
 def _compute(args) -> None:
@@ -22,9 +22,15 @@ def _compute(args) -> None:
 
         run(cfg, args.dataset, *args.inputs, *args.out, work_dir=args.work_dir, device=resolve_device(args.device))
         return
+    if args.experiment == "checkpoint":
+        from featlearn.joma.checkpoints import analyse_checkpoint
+
+        analyse_checkpoint({**cfg, "device": args.device}, args.model, args.revision, *args.inputs, *args.out)
+        return
+    from featlearn.joma import attention_sim as sim
     from featlearn.joma import experiments as ex
 
-    {"eq6": ex.eq6_tables, "theorem2": ex.theorem2_table}[args.experiment](cfg, *args.out)
+    {"eq6": ex.eq6_tables, "theorem2": ex.theorem2_table, "sim_softmax": sim.softmax_tables, "sim_exp": sim.exp_tables}[args.experiment](cfg, *args.out)
 
 
 def _figure(args) -> None:
@@ -40,6 +46,14 @@ def _figure(args) -> None:
             claims = W.fig6(t, fig[:n], fig[n:], s, dpi, cfg["lr"], cfg["bptt"])
         else:
             claims = W.fig8(t, fig, s, dpi, cfg["n_layer"], cfg["bptt"])
+    elif args.figure == "7":
+        from featlearn.joma.checkpoints_figures import fig7
+
+        claims = fig7(t, fig, s, dpi)
+    elif args.figure in ("2", "3"):
+        from featlearn.joma import attention_sim_figures as SF
+
+        claims = SF.fig2(t[0], t[1], t[2], fig, s, dpi) if args.figure == "2" else SF.fig3(t[0], t[1], fig, s, dpi)
     else:
         from featlearn.joma import figures as F
 
@@ -47,7 +61,8 @@ def _figure(args) -> None:
             "4": lambda: F.fig4(t[0], t[1], fig, s, dpi, cfg["log_every"], cfg["converge_tol"]),
             "theorem2": lambda: F.theorem2_claims(t[0], s),
         }[args.figure]()
-    write_claims(args.claims, claims)
+    if args.claims:
+        write_claims(args.claims, claims)
     print(f"joma {args.figure}: {sum(c.passed for c in claims)}/{len(claims)} claims pass")
 
 
@@ -61,8 +76,10 @@ def register(sub) -> None:
     p.add_argument("--dataset", default=None, help="wikitext: name of the prepared dataset")
     p.add_argument("--inputs", nargs="*", default=[], help="wikitext: train.pt valid.pt vocab.json")
     p.add_argument("--work-dir", default=None, help="wikitext: folder of the resume checkpoint")
+    p.add_argument("--model", default=None, help="checkpoint: model name (e.g. pythia-70m)")
+    p.add_argument("--revision", default=None, help="checkpoint: revision (e.g. step1000)")
     p.set_defaults(func=_compute)
     p = sub.add_parser("joma-figure", help="JoMA: one figure (and its claims) from tables")
     p.add_argument("--figure", required=True, choices=FIGURES)
-    add_figure_arguments(p, claims_required=True)
+    add_figure_arguments(p, claims_required=False)
     p.set_defaults(func=_figure)
