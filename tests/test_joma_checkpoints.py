@@ -293,3 +293,29 @@ def test_fig7_claims_on_synthetic_tables(tmp_path):
     assert bad_["fig7_step0_gaussian"].measured == pytest.approx(0.3)
     assert bad_["fig7_top_rebound"].measured == 0.0
     assert bad_["fig7_bottom_below"].measured == pytest.approx(1.2)
+
+
+@pytest.mark.workflow
+@pytest.mark.shared_data
+def test_fig7_rule_family_runs_on_cached_checkpoints(hub, tmp_path, shared_data):
+    """`snakemake fig_joma_7` on smoke: the cached tiny Pythia revisions are analysed through the real
+    loader; the uncached Pythia-70M revisions are left out with a message instead of failing."""
+    import yaml
+
+    from wfutil import copy_workflow, overlay, snakemake
+
+    work = copy_workflow(tmp_path / "wf")
+    name = overlay(work, "only_wikitext2.yaml", {"wikitext2": "auto"})
+    extra = {"joma": {"pretrained": {"cache_dir": hub["cache"], "models": {"pythia-14m": ["step0", "step1000", "step143000"]}, "window": 8}}}
+    (work / "fig7.yaml").write_text(yaml.safe_dump(extra))
+    env = {"FEATLEARN_DATA_MIRROR": str(shared_data), "FEATLEARN_OFFLINE": "1"}
+    result = snakemake(work, "fig_joma_7", "--cores", "2", "--configfile", "config/smoke.yaml", name, "fig7.yaml", env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "skipping joma Fig. 7 checkpoints" in result.stderr and "pythia-70m" in result.stderr
+    tables = sorted((work / "results" / "joma" / "pretrained" / "pythia-14m").glob("*.csv"))
+    assert [t.stem for t in tables] == ["step0", "step1000", "step143000"]
+    df = pd.concat(pd.read_csv(t) for t in tables)
+    assert set(df["metric"]) == {"stable_rank", "attention_entropy"} and set(df["layer"]) == {0, 1, 2, 3}
+    claims = pd.read_csv(work / "results" / "joma" / "claims" / "7.csv")
+    assert "fig7_step0_gaussian_pythia-14m" in set(claims["claim_id"])
+    assert (work / "results" / "figures" / "joma" / "fig7.png").stat().st_size > 1000

@@ -194,6 +194,8 @@ def test_paper_code_change_reruns_only_that_paper(smoke_run):
 def test_joma_smoke_outputs(smoke_run):
     work, _, _ = smoke_run
     results = work / "results"
-    assert (results / "figures" / "joma" / "fig4.png").stat().st_size > 1000
+    for n in ("2", "3", "4", "6", "6_stable_rank", "8"):
+        assert (results / "figures" / "joma" / f"fig{n}.png").stat().st_size > 1000
     ids = {r["claim_id"] for r in csv.DictReader(open(results / "joma" / "claims.csv"))}
     assert {"fig4_start", "fig4_rebound", "fig4_exact", "thm2_invariant", "thm2_limits"} <= ids
+    assert {"fig2_nc_smooth", "thm1_exp_invariant", "fig6_bound_wikitext2", "fig8_best_rebound_wikitext2"} <= ids

@@ -1,0 +1,354 @@
+"""Templates paper: task generators and splits, identity-scaled transformer and baselines, the vectorised
+sweep engine against single runs, and the random-features kernels."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from featlearn.templates import kernels as K
+from featlearn.templates import models as M
+from featlearn.templates import sweep as S
+from featlearn.templates import tasks as T
+
+TINY = dict(d_emb=16, depth=2, heads=2, d_head=8, d_mlp=32)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    # tiny tensors: a second thread only adds synchronisation
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+ALL_TASKS = [
+    T.program_regression(),
+    T.program_next_token(),
+    T.copy_task(),
+    T.same_different(),
+    T.aba_abb(),
+    T.abab_aabb(),
+    T.majority(4),
+    T.majority(6),
+    T.random_templates(5, 3, 2, 4, seed=1),
+]
+
+
+# --------------------------------------------------------------------------------------- tasks
+
+
+@pytest.mark.parametrize("task", ALL_TASKS, ids=lambda t: t.name)
+def test_every_sample_matches_its_template_and_alphabets_are_disjoint(task):
+    data = T.make_datasets(task, 48, seed=5)
+    c = T.check_data(data)
+    assert c["match_fraction"] == 1.0
+    assert c["alphabets_disjoint"] and c["used_tokens_disjoint"]
+    assert c["train_heldout_tokens"] == 0
+    assert (c["train_alphabet_size"], c["val_alphabet_size"], c["test_alphabet_size"]) == (48, 100, 100)
+    assert all(c[f"{s}_in_own_alphabet"] for s in T.SPLITS)
+    assert (len(data.train), len(data.val), len(data.test)) == (48, 100, 100)
+    assert data.train.tokens.dtype == torch.int64 and data.train.tokens.shape == (48, task.length)
+    assert data.vocab.size == len(task.wildcards) + len(task.regular_tokens) + 48 + 200
+    # wildcard placeholder ids never occur in an input
+    assert int(data.train.tokens.min()) >= data.vocab.n_special
+
+
+def test_matcher_rejects_strings_that_break_the_template():
+    task = T.aba_abb()
+    data = T.make_datasets(task, 32, seed=0)
+    x = data.train.tokens[data.train.template == 0]  # αβα
+    assert T.matches_template(x, task.templates[0], task, data.vocab).all()
+    assert not T.matches_template(x, task.templates[1], task, data.vocab).any()  # not αββ
+    same = x.clone()
+    same[:, 1] = same[:, 0]  # ααα: β must differ from α
+    assert not T.matches_template(same, task.templates[0], task, data.vocab).any()
+    prog = T.program_regression()
+    d = T.make_datasets(prog, 16, seed=0)
+    y = d.train.tokens.clone()
+    assert T.matches_template(y[d.train.template == 0], prog.templates[0], prog, d.vocab).all()
+    y[:, 0] = d.vocab.regular_id("print")  # a substituted token may not be one of the template's tokens
+    assert not T.matches_template(y, prog.templates[0], prog, d.vocab).any()
+
+
+def test_program_tasks_read_like_the_paper():
+    prog = T.program_regression()
+    d = T.make_datasets(prog, 64, seed=3)
+    names = list(d.vocab.wildcards) + list(d.vocab.regular)
+    row = d.train.tokens[0].tolist()
+    text = [names[t] if t < len(names) else "v" for t in row]
+    assert text == ["v", "=", "1", ";", "v", "=", "-1", ";", "print", "(", "v", ")"]
+    printed_first = d.train.tokens[:, 10] == d.train.tokens[:, 0]
+    assert torch.equal(d.train.targets, torch.where(printed_first, 1.0, -1.0))
+    nt = T.program_next_token()
+    d = T.make_datasets(nt, 64, seed=3)
+    x, y = d.train.tokens, d.train.targets
+    # the label is the value assigned to the printed variable: α="γ" (positions 0, 3), β="δ" (6, 9)
+    want = torch.where(x[:, 14] == x[:, 0], x[:, 3], x[:, 9])
+    assert torch.equal(y, want) and bool((x[:, 14] == x[:, 6]).any())
+    c = T.make_datasets(T.copy_task(), 20, seed=1)
+    assert torch.equal(c.train.targets, c.train.tokens[:, 0]) and torch.equal(c.test.targets, c.test.tokens[:, 0])
+
+
+def test_majority_labels_and_template_count():
+    t4 = T.majority(4)
+    lab = dict(zip(("".join("a" if s == "α" else "b" for s in z) for z in t4.templates), t4.labels))
+    assert len(t4.templates) == 8
+    assert lab["aaaa"] == lab["aaab"] == lab["aaba"] == lab["abaa"] == 1.0
+    assert lab["aabb"] == lab["abab"] == lab["abba"] == lab["abbb"] == -1.0
+    t2 = T.majority(2)
+    assert t2.templates == (("α", "α"), ("α", "β")) and t2.labels == (1.0, -1.0)
+    for k in (2, 4, 6, 8):
+        assert sum(T.majority(k).labels) == 0  # balanced: always-0 MSE is 1
+
+
+def test_trivial_predictor_has_mse_one_for_pm1_tasks():
+    for task in (T.program_regression(), T.same_different(), T.aba_abb(), T.abab_aabb(), T.majority(6), T.random_templates(6, 2, 0, 2, seed=3)):
+        assert task.trivial_mse() == pytest.approx(1.0)
+        data = T.make_datasets(task, 40, seed=2)
+        for split in T.SPLITS:
+            assert float((data.split(split).targets.double() ** 2).mean()) == pytest.approx(1.0, abs=1e-6)
+    g = T.random_templates(5, 2, 2, 6, seed=4)  # Gaussian labels, centred and scaled
+    assert g.trivial_mse() == pytest.approx(1.0) and abs(sum(g.labels)) < 1e-9 and len(set(g.labels)) == 6
+
+
+def test_templates_must_be_non_equivalent_and_random_ones_are():
+    with pytest.raises(ValueError, match="equivalent"):
+        T.TemplateTask("bad", (("α", "β"), ("β", "α")), (1.0, -1.0), ("α", "β"))
+    task = T.random_templates(5, 3, 1, 8, seed=2)
+    forms = {T.canonical(z, task.wildcards) for z in task.templates}
+    assert len(forms) == 8 and all(len(z) == 5 for z in task.templates)
+    with pytest.raises(ValueError, match="non-equivalent"):
+        T.random_templates(2, 2, 0, 3, seed=0, max_tries=500)  # only αα and αβ exist
+
+
+def test_injective_substitution_is_uniform_and_distinct():
+    rng = np.random.default_rng(0)
+    s = T.sample_injective(rng, 40000, 4, 10, 20)
+    assert s.min() >= 10 and s.max() < 20
+    assert all(len(set(row)) == 4 for row in s[:2000].tolist())
+    assert (np.sort(s, axis=1)[:, 1:] != np.sort(s, axis=1)[:, :-1]).all()
+    freq = np.bincount(s.ravel() - 10, minlength=10) / s.size
+    assert np.abs(freq - 0.1).max() < 0.01
+    assert np.abs(np.bincount(s[:, 3] - 10, minlength=10) / len(s) - 0.1).max() < 0.01  # every column uniform
+    with pytest.raises(ValueError, match="distinct"):
+        T.sample_injective(rng, 3, 5, 0, 4)
+
+
+def test_generation_is_deterministic_and_seeded():
+    a = T.make_datasets(T.aba_abb(), 128, seed=9)
+    b = T.make_datasets(T.aba_abb(), 128, seed=9)
+    c = T.make_datasets(T.aba_abb(), 128, seed=10)
+    for split in T.SPLITS:
+        assert torch.equal(a.split(split).tokens, b.split(split).tokens)
+        assert torch.equal(a.split(split).targets, b.split(split).targets)
+    assert not torch.equal(a.train.tokens, c.train.tokens)
+    # validation/test streams do not depend on n (same templates, same positions of the alphabet)
+    d = T.make_datasets(T.aba_abb(), 64, seed=9)
+    assert torch.equal(d.val.template, a.val.template)
+    assert torch.equal(d.val.tokens - d.vocab.ranges()["val"][0], a.val.tokens - a.vocab.ranges()["val"][0])
+    assert T.diversity(T.aba_abb(), 128) == 64.0
+
+
+# --------------------------------------------------------------------------------------- models
+
+
+@pytest.mark.parametrize("head", ["regression", "next_token"])
+def test_identity_scalings_equal_vanilla_at_init_and_add_2LH_parameters(head):
+    L, H = 3, 4
+    cfg = dict(d_emb=16, depth=L, heads=H, d_head=8, d_mlp=32)
+    data = T.make_datasets(T.aba_abb(), 32, seed=1)
+    x = data.val.tokens
+    outs, counts = {}, {}
+    for name, (kq, vo) in S.VARIANTS.items():
+        torch.manual_seed(0)
+        m = M.TemplateTransformer(data.vocab.size, 3, head=head, kq=kq, vo=vo, **cfg)
+        outs[name], counts[name] = m(x), M.count_parameters(m)
+        assert all(float(p.detach().abs().max()) == 0.0 for p in M.identity_scalings(m).values())
+    for name in ("kq", "vo", "kq_vo"):
+        assert (outs[name] - outs["vanilla"]).abs().max() < 1e-6
+    assert counts["kq"] - counts["vanilla"] == L * H == counts["vo"] - counts["vanilla"]
+    assert counts["kq_vo"] - counts["vanilla"] == 2 * L * H
+
+
+def test_kq_and_vo_terms_follow_the_formulas():
+    torch.manual_seed(1)
+    att = M.IdentityScaledAttention(8, heads=2, d_head=4, kq=True, vo=True).double()
+    x = torch.randn(3, 5, 8, dtype=torch.float64)
+    with torch.no_grad():
+        att.kq_scale.copy_(torch.tensor([0.7, -0.3]))
+        att.vo_scale.copy_(torch.tensor([0.5, 2.0]))
+    q, k = att.to_qk(x).chunk(2, dim=-1)
+    v = att.to_v(x)
+    out = torch.zeros(3, 5, 8, dtype=torch.float64)
+    for h in range(2):
+        sl = slice(4 * h, 4 * h + 4)
+        logits = q[..., sl] @ k[..., sl].transpose(-1, -2) / 2.0 + att.kq_scale[h] * x @ x.transpose(-1, -2)
+        A = logits.softmax(-1)
+        assert torch.allclose(att.attention(x)[:, h], A, atol=1e-12)
+        out = out + (A @ v[..., sl]) @ att.to_out.weight[:, sl].T + att.vo_scale[h] * A @ x
+    assert torch.allclose(att(x), out, atol=1e-12)
+
+
+def test_mlp_first_layer_is_the_one_hot_product():
+    torch.manual_seed(0)
+    V, k = 11, 3
+    tokens = torch.randint(0, V, (7, k))
+    for xxt in (False, True):
+        mlp = M.TemplateMLP(V, k, hidden=5, depth=3, xxt=xxt).double()
+        onehot = torch.nn.functional.one_hot(tokens, V).double().reshape(7, -1)
+        if xxt:
+            onehot = torch.cat([onehot, (tokens[:, :, None] == tokens[:, None, :]).double().reshape(7, -1)], 1)
+        assert torch.allclose(mlp.first_layer(tokens), mlp.layers[0](onehot), atol=1e-12)
+
+
+def test_lstm_matches_torch_lstm_and_rnn_runs():
+    torch.manual_seed(0)
+    ours = M.TemplateLSTM(13, hidden=6).double()
+    ref = torch.nn.LSTM(6, 6, batch_first=True).double()
+    with torch.no_grad():
+        ref.weight_ih_l0.copy_(ours.ih.weight)
+        ref.bias_ih_l0.copy_(ours.ih.bias)
+        ref.weight_hh_l0.copy_(ours.hh.weight)
+        ref.bias_hh_l0.copy_(ours.hh.bias)
+    tokens = torch.randint(0, 13, (4, 5))
+    out, _ = ref(ours.embed(tokens))
+    assert torch.allclose(ours(tokens), ours.fc(out[:, -1]).squeeze(-1), atol=1e-12)
+    rnn = M.build_model("rnn", 13, 5, hidden=6)
+    assert rnn(tokens).shape == (4,)
+    with pytest.raises(ValueError):
+        M.build_model("mlp", 13, 5, kind="next_token")
+
+
+# --------------------------------------------------------------------------------------- sweep
+
+
+def _compare(group: S.Group, res: S.GroupResult, i: int, run: S.RunSpec) -> None:
+    ref = S.train_reference(group, run)
+    assert int(res.best_epoch[i]) == int(ref.best_epoch[0])
+    for key in ("val_loss", "test_loss", "test_metric", "train_loss", "final_train_loss"):
+        assert float(getattr(res, key)[i]) == pytest.approx(float(getattr(ref, key)[0]), abs=1e-9), key
+    for name, p in ref.params.items():
+        assert torch.allclose(res.params[name][i], p[0], atol=1e-9), name
+
+
+@pytest.mark.parametrize("task,n,batch", [(T.aba_abb(), 12, 1024), (T.aba_abb(), 12, 5), (T.copy_task(), 10, 4)], ids=["full", "minibatch", "next_token"])
+def test_vectorised_sweep_equals_single_runs(task, n, batch):
+    runs = [S.RunSpec(1, 1e-2, "vanilla"), S.RunSpec(2, 3e-3, "kq"), S.RunSpec(1, 1e-2, "vo"), S.RunSpec(3, 2e-2, "kq_vo")]
+    group = S.Group(task, n, runs, model=TINY, epochs=4, batch=batch, dtype=torch.float64, progress=False)
+    res = S.train_group(group)
+    for i, run in enumerate(runs):
+        _compare(group, res, i, run)
+    # a vanilla run inside a mixed group keeps its scalings at exactly 0; a +KQ run moves its a_h
+    a = res.params["blocks.0.attn.kq_scale"]
+    assert float(a[0].abs().max()) == 0.0 and float(res.params["blocks.0.attn.vo_scale"][0].abs().max()) == 0.0
+    if task.length > 1:
+        assert float(a[1].abs().max()) > 0
+
+
+def test_baselines_in_the_sweep_equal_single_runs():
+    for arch, model in (("mlp_xxt", dict(hidden=8, depth=3)), ("lstm", dict(hidden=6))):
+        runs = [S.RunSpec(1, 1e-2), S.RunSpec(2, 5e-3)]
+        group = S.Group(T.aba_abb(), 8, runs, arch=arch, model=model, epochs=3, batch=3, dtype=torch.float64, progress=False)
+        res = S.train_group(group)
+        for i, run in enumerate(runs):
+            _compare(group, res, i, run)
+
+
+def test_mlp_weights_of_unseen_tokens_do_not_move_under_adam():
+    task, n = T.aba_abb(), 16
+    group = S.Group(task, n, [S.RunSpec(4, 1e-2)], arch="mlp", model=dict(hidden=8, depth=3), epochs=10, batch=4, progress=False)
+    res = S.train_group(group)
+    data = S.group_data(group)[0]
+    init = S.init_model(group, group.runs[0], data.vocab.size)
+    W0, W = init.layers[0].weight.detach(), res.params["layers.0.weight"][0]
+    V, k = data.vocab.size, task.length
+    cols = lambda ids: torch.cat([torch.as_tensor(ids) + pos * V for pos in range(k)])  # noqa: E731
+    lo, hi = data.vocab.ranges()["val"][0], data.vocab.ranges()["test"][1]
+    unseen = cols(range(lo, hi))
+    assert torch.equal(W[:, unseen], W0[:, unseen])  # exactly unchanged
+    seen = cols(torch.unique(data.train.tokens))
+    assert float((W[:, seen] - W0[:, seen]).abs().max()) > 1e-3
+    assert float(res.final_train_loss[0]) < 1.0  # it did train
+
+
+def test_best_epoch_selection_ignores_nan():
+    sel = S._Selector(2)
+    for epoch, val in ((1, [0.5, math.nan]), (2, [0.3, math.nan]), (3, [0.4, 0.9])):
+        v = torch.tensor(val)
+        sel.update(epoch, v, v, v * 10, v * 100, record=True)
+    res = sel.result({}, 0.0)
+    assert res.best_epoch.tolist() == [2, 3]
+    assert res.test_loss.tolist() == pytest.approx([3.0, 9.0])
+    assert res.final_val_loss.tolist() == pytest.approx([0.4, 0.9])
+    assert sel.curves["epoch"] == [1, 2, 3]
+
+
+def test_run_sweep_writes_one_row_per_run(tmp_path):
+    settings = dict(task={"name": "same_different"}, model=TINY, variants=["vanilla", "kq"], n=[4, 8], lrs=[1e-2], seeds=2,
+                    epochs=3, batch=1024, dtype="float32", max_group=3, curve_every=1, progress=False)
+    groups = S.expand_groups(settings)
+    assert [len(g.runs) for g in groups] == [3, 1, 3, 1]
+    out, curves = tmp_path / "runs.csv", tmp_path / "curves.csv"
+    S.run_sweep(settings, str(out), str(curves))
+    df = pd.read_csv(out)
+    assert len(df) == 8 and set(df["variant"]) == {"vanilla", "kq"} and set(df["n"]) == {4, 8}
+    assert df["best_epoch"].between(1, 3).all() and df["test_metric"].notna().all() and (df["metric"] == "mse").all()
+    assert len(pd.read_csv(curves)) == 8 * 3
+
+
+def test_bench_reports_throughput():
+    from featlearn.templates.bench import benchmark
+
+    row = benchmark(dict(task={"name": "aba_abb"}, model=TINY, runs=4, epochs=2, sequential_runs=1), n=8)
+    assert row["vectorised_model_steps_per_s"] > 0 and row["sequential_model_steps_per_s"] > 0
+    assert row["speedup"] == pytest.approx(row["sequential_seconds_per_run"] * 4 / row["vectorised_seconds"])
+
+
+# --------------------------------------------------------------------------------------- kernels
+
+
+def test_k_attn_at_beta_zero_equals_its_closed_form():
+    task = T.majority(4)
+    X, Y, cls = K.fresh_substitutions(task)
+    Xc, Yc = K.with_cls(X, cls), K.with_cls(Y, cls)
+    mc = K.k_attn(Xc, Yc, 0.0, 0.8, n_mc=64, seed=0)[0]
+    exact = K.k_attn_beta0(Xc, Yc, 0.8)
+    assert torch.allclose(mc, exact, atol=1e-12)
+    # hand value: αααα+CLS against ββββ+CLS on fresh tokens shares only the CLS: (1 + γ² k) / k²
+    assert float(exact[0, 0]) == pytest.approx((1 + 0.64 * 5) / 25)
+    assert K.beta0_table(dict(tasks=[{"name": "aba_abb"}], gamma=1.0, n_mc=32))["max_abs_diff"].max() < 1e-12
+
+
+def test_cosine_closed_form_matches_sampling():
+    g = torch.Generator().manual_seed(0)
+    a, b, rho = 0.9, 0.6, 0.4
+    L = torch.linalg.cholesky(torch.tensor([[a, rho], [rho, b]], dtype=torch.float64))
+    z = torch.randn(400_000, 2, generator=g, dtype=torch.float64) @ L.T
+    mc = (torch.cos(1.3 * z[:, 0] + 0.5) * torch.cos(1.3 * z[:, 1] + 0.5)).mean()
+    exact = K.cos_expectation(torch.tensor(a), torch.tensor(b), torch.tensor(rho), 1.3, 0.5)
+    assert float(mc) == pytest.approx(float(exact), abs=5e-3)
+
+
+def test_n_matrix_mlp_rank_one_transformer_nonsingular():
+    for task in (T.same_different(), T.aba_abb(), T.majority(4)):
+        N, Nb = K.n_matrix(task, "mlp")
+        c = K.conditioning(N, Nb)
+        assert c["rank"] == 1 and torch.allclose(N, torch.full_like(N, float(K.relu_kappa(torch.tensor(0.0)))))
+    for task in (T.same_different(), T.aba_abb()):
+        N, Nb = K.n_matrix(task, "trans", n_mc=8000, batches=16)
+        c = K.conditioning(N, Nb)
+        assert c["rank"] == task.r and c["sigma_min"] > 3 * c["sigma_min_se"]
+
+
+def test_kernel_ridge_regression_transformer_generalises_mlp_does_not():
+    task = T.same_different()
+    mlp = K.krr_unseen(task, 128, "mlp", seed=1)
+    trans = K.krr_unseen(task, 256, "trans", seed=1, n_mc=500)
+    assert mlp["train_mse"] < 0.01 and mlp["test_mse"] > 0.9
+    assert trans["test_mse"] < 0.5
