@@ -22,6 +22,7 @@ def one_thread():
     yield
     torch.set_num_threads(n)
 
+
 # ----------------------------------------------------------------------------- code-mode generator
 
 
@@ -250,7 +251,8 @@ def test_table1_cell_and_table(tmp_path):
         T1.table1_cell({**base, "C": C, "n_ch": nch, "n0": 10, "n1": 20}, p)
         paths.append(p)
     df = pd.read_csv(paths[0])
-    assert {"C", "n_ch", "n0", "n1", "seed", "trained", "level", "ncorr", "n_latents", "final_loss", "loss_floor"} <= set(df.columns)
+    expected = {"C", "n_ch", "n0", "n1", "seed", "trained", "level", "ncorr", "n_latents", "final_loss", "loss_floor"}
+    assert expected <= set(df.columns)
     assert len(df) == 2 * 2 * 3  # seeds x (untrained, trained) x levels
     assert df["ncorr"].between(-1, 1).all() and (df["n_latents"] > 0).all()
     claims = TF.table1(paths, str(tmp_path / "t1.csv"), str(tmp_path / "t1.tex"), str(tmp_path / "t1.md"), "test")
@@ -261,3 +263,11 @@ def test_table1_cell_and_table(tmp_path):
     assert summary["paper_mean"].notna().all()
     md, tex = (tmp_path / "t1.md").read_text(), (tmp_path / "t1.tex").read_text()
     assert "scale: test" in md and "0.99 ± 0.01" in md and "\\begin{tabular}" in tex
+
+
+def test_table1_cell_is_deterministic(tmp_path):
+    cfg = {"C": 20, "n_ch": 2, "n0": 10, "n1": 20, "M": 100, "T": 30, "d": 8, "d_hidden": 16, "layers": 3, "steps": 2, "batch": 16,
+           "lr": 1e-3, "wd": 1e-4, "eval_samples": 64, "log_every": 10, "vectorise": False, "seeds": [3]}
+    T1.table1_cell(cfg, str(tmp_path / "a.csv"))
+    T1.table1_cell(cfg, str(tmp_path / "b.csv"))
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()

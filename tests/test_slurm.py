@@ -72,6 +72,7 @@ def cluster():
             capture_output=True,
             text=True,
             timeout=900,
+            check=False,
         )
         if start.returncode != 0:
             _unavailable(f"single-node SLURM cluster did not start: {start.stderr.strip()[-1500:]}")
@@ -82,7 +83,7 @@ def cluster():
         }
         yield state, env
     finally:
-        subprocess.run(["bash", str(CLUSTER), "stop", str(state)], capture_output=True, timeout=120)
+        subprocess.run(["bash", str(CLUSTER), "stop", str(state)], capture_output=True, timeout=120, check=False)
         shutil.rmtree(state, ignore_errors=True)
 
 

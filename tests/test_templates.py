@@ -15,7 +15,7 @@ from featlearn.templates import models as M
 from featlearn.templates import sweep as S
 from featlearn.templates import tasks as T
 
-TINY = dict(d_emb=16, depth=2, heads=2, d_head=8, d_mlp=32)
+TINY = {"d_emb": 16, "depth": 2, "heads": 2, "d_head": 8, "d_mlp": 32}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -108,7 +108,14 @@ def test_majority_labels_and_template_count():
 
 
 def test_trivial_predictor_has_mse_one_for_pm1_tasks():
-    for task in (T.program_regression(), T.same_different(), T.aba_abb(), T.abab_aabb(), T.majority(6), T.random_templates(6, 2, 0, 2, seed=3)):
+    for task in (
+        T.program_regression(),
+        T.same_different(),
+        T.aba_abb(),
+        T.abab_aabb(),
+        T.majority(6),
+        T.random_templates(6, 2, 0, 2, seed=3),
+    ):
         assert task.trivial_mse() == pytest.approx(1.0)
         data = T.make_datasets(task, 40, seed=2)
         for split in T.SPLITS:
@@ -123,6 +130,9 @@ def test_templates_must_be_non_equivalent_and_random_ones_are():
     task = T.random_templates(5, 3, 1, 8, seed=2)
     forms = {T.canonical(z, task.wildcards) for z in task.templates}
     assert len(forms) == 8 and all(len(z) == 5 for z in task.templates)
+    sparse = T.random_templates(5, 7, 0, 2, seed=0)  # uses fewer than its 7 wildcards: n >= max_z |W_z| suffices
+    assert sparse.max_wildcards < 7
+    assert T.check_data(T.make_datasets(sparse, sparse.max_wildcards, seed=0))["match_fraction"] == 1.0
     with pytest.raises(ValueError, match="non-equivalent"):
         T.random_templates(2, 2, 0, 3, seed=0, max_tries=500)  # only αα and αβ exist
 
@@ -161,7 +171,7 @@ def test_generation_is_deterministic_and_seeded():
 @pytest.mark.parametrize("head", ["regression", "next_token"])
 def test_identity_scalings_equal_vanilla_at_init_and_add_2LH_parameters(head):
     L, H = 3, 4
-    cfg = dict(d_emb=16, depth=L, heads=H, d_head=8, d_mlp=32)
+    cfg = {"d_emb": 16, "depth": L, "heads": H, "d_head": 8, "d_mlp": 32}
     data = T.make_datasets(T.aba_abb(), 32, seed=1)
     x = data.val.tokens
     outs, counts = {}, {}
@@ -178,7 +188,7 @@ def test_identity_scalings_equal_vanilla_at_init_and_add_2LH_parameters(head):
 
 def test_kq_and_vo_terms_follow_the_formulas():
     torch.manual_seed(1)
-    att = M.IdentityScaledAttention(8, heads=2, d_head=4, kq=True, vo=True).double()
+    att = M.IdentityScaledAttention(8, heads=2, d_head=4, kq=True, vo=True, kq_mult=2.0, vo_mult=3.0).double()
     x = torch.randn(3, 5, 8, dtype=torch.float64)
     with torch.no_grad():
         att.kq_scale.copy_(torch.tensor([0.7, -0.3]))
@@ -188,10 +198,10 @@ def test_kq_and_vo_terms_follow_the_formulas():
     out = torch.zeros(3, 5, 8, dtype=torch.float64)
     for h in range(2):
         sl = slice(4 * h, 4 * h + 4)
-        logits = q[..., sl] @ k[..., sl].transpose(-1, -2) / 2.0 + att.kq_scale[h] * x @ x.transpose(-1, -2)
+        logits = q[..., sl] @ k[..., sl].transpose(-1, -2) / 2.0 + 2.0 * att.kq_scale[h] * x @ x.transpose(-1, -2)
         A = logits.softmax(-1)
         assert torch.allclose(att.attention(x)[:, h], A, atol=1e-12)
-        out = out + (A @ v[..., sl]) @ att.to_out.weight[:, sl].T + att.vo_scale[h] * A @ x
+        out = out + (A @ v[..., sl]) @ att.to_out.weight[:, sl].T + 3.0 * att.vo_scale[h] * A @ x
     assert torch.allclose(att(x), out, atol=1e-12)
 
 
@@ -237,7 +247,11 @@ def _compare(group: S.Group, res: S.GroupResult, i: int, run: S.RunSpec) -> None
         assert torch.allclose(res.params[name][i], p[0], atol=1e-9), name
 
 
-@pytest.mark.parametrize("task,n,batch", [(T.aba_abb(), 12, 1024), (T.aba_abb(), 12, 5), (T.copy_task(), 10, 4)], ids=["full", "minibatch", "next_token"])
+@pytest.mark.parametrize(
+    "task,n,batch",
+    [(T.aba_abb(), 12, 1024), (T.aba_abb(), 12, 5), (T.copy_task(), 10, 4)],
+    ids=["full", "minibatch", "next_token"],
+)
 def test_vectorised_sweep_equals_single_runs(task, n, batch):
     runs = [S.RunSpec(1, 1e-2, "vanilla"), S.RunSpec(2, 3e-3, "kq"), S.RunSpec(1, 1e-2, "vo"), S.RunSpec(3, 2e-2, "kq_vo")]
     group = S.Group(task, n, runs, model=TINY, epochs=4, batch=batch, dtype=torch.float64, progress=False)
@@ -252,7 +266,7 @@ def test_vectorised_sweep_equals_single_runs(task, n, batch):
 
 
 def test_baselines_in_the_sweep_equal_single_runs():
-    for arch, model in (("mlp_xxt", dict(hidden=8, depth=3)), ("lstm", dict(hidden=6))):
+    for arch, model in (("mlp_xxt", {"hidden": 8, "depth": 3}), ("lstm", {"hidden": 6})):
         runs = [S.RunSpec(1, 1e-2), S.RunSpec(2, 5e-3)]
         group = S.Group(T.aba_abb(), 8, runs, arch=arch, model=model, epochs=3, batch=3, dtype=torch.float64, progress=False)
         res = S.train_group(group)
@@ -262,13 +276,15 @@ def test_baselines_in_the_sweep_equal_single_runs():
 
 def test_mlp_weights_of_unseen_tokens_do_not_move_under_adam():
     task, n = T.aba_abb(), 16
-    group = S.Group(task, n, [S.RunSpec(4, 1e-2)], arch="mlp", model=dict(hidden=8, depth=3), epochs=10, batch=4, progress=False)
+    group = S.Group(
+        task, n, [S.RunSpec(4, 1e-2)], arch="mlp", model={"hidden": 8, "depth": 3}, epochs=10, batch=4, progress=False
+    )
     res = S.train_group(group)
     data = S.group_data(group)[0]
     init = S.init_model(group, group.runs[0], data.vocab.size)
     W0, W = init.layers[0].weight.detach(), res.params["layers.0.weight"][0]
     V, k = data.vocab.size, task.length
-    cols = lambda ids: torch.cat([torch.as_tensor(ids) + pos * V for pos in range(k)])  # noqa: E731
+    cols = lambda ids: torch.cat([torch.as_tensor(ids) + pos * V for pos in range(k)])
     lo, hi = data.vocab.ranges()["val"][0], data.vocab.ranges()["test"][1]
     unseen = cols(range(lo, hi))
     assert torch.equal(W[:, unseen], W0[:, unseen])  # exactly unchanged
@@ -290,8 +306,20 @@ def test_best_epoch_selection_ignores_nan():
 
 
 def test_run_sweep_writes_one_row_per_run(tmp_path):
-    settings = dict(task={"name": "same_different"}, model=TINY, variants=["vanilla", "kq"], n=[4, 8], lrs=[1e-2], seeds=2,
-                    epochs=3, batch=1024, dtype="float32", max_group=3, curve_every=1, progress=False)
+    settings = {
+        "task": {"name": "same_different"},
+        "model": TINY,
+        "variants": ["vanilla", "kq"],
+        "n": [4, 8],
+        "lrs": [1e-2],
+        "seeds": 2,
+        "epochs": 3,
+        "batch": 1024,
+        "dtype": "float32",
+        "max_group": 3,
+        "curve_every": 1,
+        "progress": False,
+    }
     groups = S.expand_groups(settings)
     assert [len(g.runs) for g in groups] == [3, 1, 3, 1]
     out, curves = tmp_path / "runs.csv", tmp_path / "curves.csv"
@@ -305,7 +333,7 @@ def test_run_sweep_writes_one_row_per_run(tmp_path):
 def test_bench_reports_throughput():
     from featlearn.templates.bench import benchmark
 
-    row = benchmark(dict(task={"name": "aba_abb"}, model=TINY, runs=4, epochs=2, sequential_runs=1), n=8)
+    row = benchmark({"task": {"name": "aba_abb"}, "model": TINY, "runs": 4, "epochs": 2, "sequential_runs": 1}, n=8)
     assert row["vectorised_model_steps_per_s"] > 0 and row["sequential_model_steps_per_s"] > 0
     assert row["speedup"] == pytest.approx(row["sequential_seconds_per_run"] * 4 / row["vectorised_seconds"])
 
@@ -322,7 +350,7 @@ def test_k_attn_at_beta_zero_equals_its_closed_form():
     assert torch.allclose(mc, exact, atol=1e-12)
     # hand value: αααα+CLS against ββββ+CLS on fresh tokens shares only the CLS: (1 + γ² k) / k²
     assert float(exact[0, 0]) == pytest.approx((1 + 0.64 * 5) / 25)
-    assert K.beta0_table(dict(tasks=[{"name": "aba_abb"}], gamma=1.0, n_mc=32))["max_abs_diff"].max() < 1e-12
+    assert K.beta0_table({"tasks": [{"name": "aba_abb"}], "gamma": 1.0, "n_mc": 32})["max_abs_diff"].max() < 1e-12
 
 
 def test_cosine_closed_form_matches_sampling():
@@ -352,3 +380,31 @@ def test_kernel_ridge_regression_transformer_generalises_mlp_does_not():
     trans = K.krr_unseen(task, 256, "trans", seed=1, n_mc=500)
     assert mlp["train_mse"] < 0.01 and mlp["test_mse"] > 0.9
     assert trans["test_mse"] < 0.5
+
+
+def test_lr_selection_and_n_star():
+    df = pd.DataFrame(
+        {
+            "task": "t",
+            "arch": "transformer",
+            "variant": ["v"] * 6 + ["k"] * 6,
+            "lr": [1e-3, 1e-3, 1e-3, 1e-2, 1e-2, 1e-2] * 2,
+            "n": [4, 16, 64] * 4,
+            "val_loss": [1.0, 0.5, 0.2, 1.0, 0.9, 0.8, 1.0, 1.0, 1.0, 0.5, 0.1, 0.0],
+            "test_metric": [1.0, 0.5, 0.08, 1.0, 0.9, 0.8, 1.0, 1.0, 1.0, 0.5, 0.1, 0.0],
+        }
+    )
+    sel = S.select_lr(df)
+    assert sel.groupby("variant")["lr"].unique().apply(list).to_dict() == {"k": [1e-2], "v": [1e-3]}
+    assert S.n_star(sel[sel.variant == "v"], 0.1) == 64 and S.n_star(sel[sel.variant == "k"], 0.1) == 16
+    assert S.n_star(sel[sel.variant == "v"], 0.01) == math.inf
+
+
+def test_readout_options():
+    cls = M.TemplateTransformer(30, 4, head="next_token", readout="cls", **TINY)
+    last = M.TemplateTransformer(30, 4, head="next_token", readout="last", **TINY)
+    assert cls.pos.shape[1] == 5 and last.pos.shape[1] == 4 and last.cls is None
+    assert M.count_parameters(cls) - M.count_parameters(last) == 2 * TINY["d_emb"]  # CLS vector + its position
+    assert cls(torch.randint(0, 30, (3, 4))).shape == (3, 30)
+    with pytest.raises(ValueError, match="readout"):
+        M.TemplateTransformer(30, 4, readout="mean")

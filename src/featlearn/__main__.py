@@ -96,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     from featlearn.joma.cli import register as register_joma
 
     register_joma(sub)
+    from featlearn.templates.bench import register as register_templates_bench
+
+    register_templates_bench(sub)
     return parser
 
 

@@ -18,6 +18,15 @@ set -euo pipefail
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
+# die with the last lines of a daemon's log
+die_log() {
+    local log=$1
+    shift
+    echo "cluster.sh: $* (last lines of $log:)" >&2
+    tail -n 5 "$log" >&2 2>/dev/null || true
+    exit 1
+}
+
 install_packages() {
     local missing=()
     command -v munged >/dev/null || missing+=(munge)
@@ -69,8 +78,8 @@ start() {
     # --force: the state folder may sit under a world-writable /tmp, which munged would refuse.
     munged --force --key-file="$state/munge/munge.key" --socket="$state/munge/munge.socket" \
         --pid-file="$state/munge/munged.pid" --log-file="$state/log/munged.log" \
-        --seed-file="$state/munge/munged.seed" || die "munged did not start (see $state/log/munged.log)"
-    wait_for 10 munge -n -S "$state/munge/munge.socket" || die "munged does not answer"
+        --seed-file="$state/munge/munged.seed" || die_log "$state/log/munged.log" "munged did not start"
+    wait_for 10 munge -n -S "$state/munge/munge.socket" || die_log "$state/log/munged.log" "munged does not answer"
 
     local host cpus mem_kb mem_mb
     host=$(hostname -s)
@@ -131,10 +140,10 @@ EOF
     printf 'SLURM_CONF=%s\nPATH=%s:$PATH\n' "$state/slurm.conf" "$state/bin" >"$state/env"
     export SLURM_CONF="$state/slurm.conf"
 
-    slurmctld -i || die "slurmctld did not start (see $state/log/slurmctld.log)"
-    wait_for 20 scontrol ping || die "slurmctld does not answer (see $state/log/slurmctld.log)"
-    slurmd -N localnode || die "slurmd did not start (see $state/log/slurmd.log)"
-    wait_for 30 node_idle || die "node localnode is not idle (see $state/log/slurmd.log): $(sinfo -N 2>&1)"
+    slurmctld -i || die_log "$state/log/slurmctld.log" "slurmctld did not start"
+    wait_for 20 scontrol ping || die_log "$state/log/slurmctld.log" "slurmctld does not answer"
+    slurmd -N localnode || die_log "$state/log/slurmd.log" "slurmd did not start"
+    wait_for 30 node_idle || die_log "$state/log/slurmctld.log" "node localnode is not idle: $(sinfo -N 2>&1)"
     echo "cluster.sh: started; export SLURM_CONF=$state/slurm.conf" >&2
 }
 

@@ -17,6 +17,8 @@ JM_PLOT = code_hash("joma/figures.py", "plotting.py", "claims.py")
 JM_SIM_COMPUTE = code_hash("joma/attention_sim.py")
 JM_SIM_PLOT = code_hash("joma/attention_sim_figures.py", "plotting.py", "claims.py")
 JM_LM_CODE = code_hash("lm", "joma/wikitext.py")
+JM_HIER_CODE = code_hash("joma/hierarchy.py", "joma/table1.py")
+JM_HIER_PLOT = code_hash("joma/table1_figures.py", "plotting.py", "claims.py")
 JM_CKPT_CODE = code_hash("joma/checkpoints.py", "lm/rank.py", "lm/attention.py")
 JM_CKPT_PLOT = code_hash("joma/checkpoints_figures.py", "plotting.py", "claims.py")
 JM_WIKI_PLOT = code_hash("joma/wikitext_figures.py", "lm/attention.py", "plotting.py", "claims.py")
@@ -154,6 +156,18 @@ rule check_joma_theorem2:
         " --claims {output} --scale {params.scale} > {log} 2>&1"
 
 
+# Table 1: one training job per grid cell (C, N_ch, N_0, N_1), all seeds in it; Theorem 5 by Monte Carlo.
+JM_T1 = JM_CFG["table1"]
+JM_T1_CELLS = [
+    (C, nch, n0, n1)
+    for C in JM_T1["grid"]["C"]
+    for nch in JM_T1["grid"]["n_ch"]
+    for n0, n1 in JM_T1["grid"]["n"]
+]
+JM_T1_TABLES = [f"{JM}/table1/cell_C{C}_nch{k}_n{a}-{b}.csv" for C, k, a, b in JM_T1_CELLS]
+PAPER_TARGETS["joma"] += [f"{JM}/table1.md", f"{FIGURES}/joma/hblt.png"]
+PAPER_CLAIMS["joma"] += [f"{JM}/claims/table1.csv", f"{JM}/claims/hblt.csv"]
+
 # Public checkpoints (Fig. 7): one job per (model, revision) that is cached or downloadable.
 JM_PRE = JM_CFG["pretrained"]
 JM_CKPTS, _jm_ckpt_skipped = pretrained_checkpoints(JM_PRE, config["data"]["offline"])
@@ -257,6 +271,103 @@ rule fig_joma_3:
     shell:
         "python -m featlearn joma-figure --figure 3 --tables {input}"
         " --figures {output.png} {output.other}"
+        " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
+
+
+rule joma_table1_cell:
+    output:
+        f"{JM}/table1/cell_C{{C}}_nch{{n_ch}}_n{{n0}}-{{n1}}.csv",
+    log:
+        f"{LOGS}/joma/table1/cell_C{{C}}_nch{{n_ch}}_n{{n0}}-{{n1}}.log",
+    benchmark:
+        f"{BENCH}/joma/table1/cell_C{{C}}_nch{{n_ch}}_n{{n0}}-{{n1}}.tsv"
+    wildcard_constraints:
+        C=r"\d+",
+        n_ch=r"\d+",
+        n0=r"\d+",
+        n1=r"\d+",
+    conda:
+        ENV
+    threads: JM_T1["threads"]
+    resources:
+        mem_mb=2000,
+        runtime=60,
+        gpu=1 if config["device"] != "cpu" else 0,
+    params:
+        settings=lambda wc: json.dumps(
+            {k: v for k, v in JM_T1.items() if k not in ("grid", "threads")}
+            | {"C": int(wc.C), "n_ch": int(wc.n_ch), "n0": int(wc.n0), "n1": int(wc.n1)},
+            sort_keys=True,
+        ),
+        device=config["device"],
+        code=JM_HIER_CODE,
+    shell:
+        "python -m featlearn joma-compute --experiment table1 --settings {params.settings:q}"
+        " --threads {threads} --device {params.device} --out {output} > {log} 2>&1"
+
+
+rule table_joma_1:
+    input:
+        JM_T1_TABLES,
+    output:
+        csv=f"{JM}/table1.csv",
+        tex=f"{JM}/table1.tex",
+        md=report(f"{JM}/table1.md", caption="../report/joma_table1.rst", category="joma"),
+        claims=f"{JM}/claims/table1.csv",
+    log:
+        f"{LOGS}/joma/table1.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        scale=SCALE,
+        code=JM_HIER_PLOT,
+    shell:
+        "python -m featlearn joma-figure --figure table1 --tables {input}"
+        " --figures {output.csv} {output.tex} {output.md} --claims {output.claims}"
+        " --scale {params.scale} > {log} 2>&1"
+
+
+rule joma_hblt:
+    output:
+        f"{JM}/hblt.csv",
+    log:
+        f"{LOGS}/joma/hblt.log",
+    benchmark:
+        f"{BENCH}/joma/hblt.tsv"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        settings=json.dumps(JM_CFG["hblt"], sort_keys=True),
+        code=JM_HIER_CODE,
+    shell:
+        "python -m featlearn joma-compute --experiment hblt --settings {params.settings:q}"
+        " --out {output} > {log} 2>&1"
+
+
+rule fig_joma_hblt:
+    input:
+        rules.joma_hblt.output,
+    output:
+        png=report_figure("joma/hblt", "joma", "joma_hblt.rst"),
+        other=other_formats("joma/hblt"),
+        claims=f"{JM}/claims/hblt.csv",
+    log:
+        f"{LOGS}/joma/fig_hblt.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        scale=SCALE,
+        dpi=config["report"]["dpi"],
+        code=JM_HIER_PLOT,
+    shell:
+        "python -m featlearn joma-figure --figure hblt --tables {input}"
+        " --figures {output.png} {output.other} --claims {output.claims}"
         " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
 
 

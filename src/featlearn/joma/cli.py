@@ -6,8 +6,8 @@ import json
 
 from featlearn.cliutil import add_figure_arguments
 
-EXPERIMENTS = ["eq6", "theorem2", "sim_softmax", "sim_exp", "wikitext", "checkpoint"]
-FIGURES = ["2", "3", "4", "theorem2", "6", "7", "8"]
+EXPERIMENTS = ["eq6", "theorem2", "sim_softmax", "sim_exp", "wikitext", "checkpoint", "table1", "hblt"]
+FIGURES = ["2", "3", "4", "theorem2", "6", "7", "8", "table1", "hblt"]
 
 
 def _compute(args) -> None:
@@ -21,6 +21,14 @@ def _compute(args) -> None:
         from featlearn.joma.wikitext import run
 
         run(cfg, args.dataset, *args.inputs, *args.out, work_dir=args.work_dir, device=resolve_device(args.device))
+        return
+    if args.experiment in ("table1", "hblt"):
+        from featlearn.joma import table1 as T1
+
+        if args.experiment == "table1":
+            T1.table1_cell({**cfg, "device": resolve_device(args.device)}, *args.out)
+        else:
+            T1.hblt_tables(cfg, *args.out)
         return
     if args.experiment == "checkpoint":
         from featlearn.joma.checkpoints import analyse_checkpoint
@@ -46,6 +54,10 @@ def _figure(args) -> None:
             claims = W.fig6(t, fig[:n], fig[n:], s, dpi, cfg["lr"], cfg["bptt"])
         else:
             claims = W.fig8(t, fig, s, dpi, cfg["n_layer"], cfg["bptt"])
+    elif args.figure in ("table1", "hblt"):
+        from featlearn.joma import table1_figures as TF
+
+        claims = TF.table1(t, *fig, s) if args.figure == "table1" else TF.hblt(t[0], fig, s, dpi)
     elif args.figure == "7":
         from featlearn.joma.checkpoints_figures import fig7
 

@@ -1,0 +1,415 @@
+"""Train many small runs of one model at once, logging the label scores of extracted units every epoch.
+
+All runs of a call share the model kind and the data; each run has its own seed (initialisation, data order,
+dropout masks), activation and sigma_v. Parameters carry a leading run dimension; the runs are independent,
+so the gradient of the summed run losses is each run's own gradient.
+
+Data stay out of the loop: the splits are encoded once into flat id tensors (:class:`Encoded`); each epoch
+every distinct seed draws its batches from length-sorted pools (bucketing), and the batches of all seeds at
+a step are padded together. Batches smaller than ``batch`` (the end of a pool) are filled with weight-0 rows.
+
+Optimisers mirror PyTorch's: Adagrad (lr_decay 0, initial accumulator 0, eps 1e-10) [P] and Adam (betas
+0.9/0.999, eps 1e-8). With Adagrad the embedding table is updated only in the rows a batch uses, which is
+exact: a row with zero gradient keeps both its value and its accumulator.
+
+Logged (epoch 0 = initialisation): probe label scores (tokens by their closed form, MV bigrams, CNN/L-RNN
+position scores, whole phrases), dev/test loss and accuracy, mean training loss; per run the test accuracy
+at the best-dev epoch (the first epoch with the highest dev accuracy).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+import pandas as pd
+import torch
+
+from featlearn.features.models import (
+    InitScales,
+    ModelSpec,
+    bigram_scores,
+    example_losses,
+    forward,
+    init_params,
+    lengths_to_mask,
+    position_scores,
+    predictions,
+    token_scores,
+    with_bos,
+)
+from featlearn.io import atomic_open
+
+PAD_ID = 0  # "<pad>" comes first in the prepared vocabularies; padded positions are masked anyway
+UNK = "unk"
+
+
+# ---------------------------------------------------------------------------------------------- data
+@dataclass
+class Encoded:
+    """One split as flat token ids: instance i is ``ids[offsets[i]:offsets[i + 1]]``."""
+
+    ids: torch.Tensor
+    offsets: torch.Tensor
+    labels: torch.Tensor
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        return self.offsets[1:] - self.offsets[:-1]
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def encode(rows: list[tuple[int, str]], index: dict[str, int], max_len: int = 0) -> Encoded:
+    """Token ids of whitespace-tokenised rows (unknown words -> ``unk``; empty texts -> one ``unk``);
+    ``max_len`` > 0 keeps the first ``max_len`` tokens."""
+    unk = index.get(UNK, PAD_ID)
+    ids: list[int] = []
+    offsets = [0]
+    for _, text in rows:
+        toks = [index.get(t, unk) for t in text.split()] or [unk]
+        if max_len > 0:
+            toks = toks[:max_len]
+        ids.extend(toks)
+        offsets.append(len(ids))
+    return Encoded(torch.tensor(ids, dtype=torch.long), torch.tensor(offsets, dtype=torch.long),
+                   torch.tensor([y for y, _ in rows], dtype=torch.long))
+
+
+def load_prepared(data_dir: str, max_len: int = 0, splits: tuple[str, ...] = ("train", "dev", "test")
+                  ) -> tuple[dict[str, list[tuple[int, str]]], list[str], dict[str, Encoded]]:
+    """Rows, vocabulary and encoded splits of a prepared classification dataset folder
+    (``{split}.tsv`` and ``vocab.json``, as written by the data layer)."""
+    from featlearn.data.prepare import read_classification, read_vocab
+
+    vocab = read_vocab(f"{data_dir}/vocab.json")
+    index = {w: i for i, w in enumerate(vocab)}
+    rows = {s: read_classification(f"{data_dir}/{s}.tsv") for s in splits}
+    return rows, vocab, {s: encode(r, index, max_len) for s, r in rows.items()}
+
+
+def pad_batch(enc: Encoded, idx: torch.Tensor, length: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded tokens [B, L] and lengths [B] of the instances ``idx``."""
+    lengths = enc.lengths[idx]
+    L = int(lengths.max()) if length is None else length
+    pos = enc.offsets[idx].unsqueeze(1) + torch.arange(L)
+    mask = torch.arange(L) < lengths.unsqueeze(1)
+    tokens = torch.where(mask, enc.ids[pos.clamp(max=len(enc.ids) - 1)], torch.full_like(pos, PAD_ID))
+    return tokens, lengths
+
+
+def epoch_batches(lengths: torch.Tensor, batch: int, pool: int, gen: torch.Generator) -> list[torch.Tensor]:
+    """Index batches of one epoch: a random permutation cut into pools of ``pool * batch`` instances, each
+    pool sorted by length and cut into batches, the batches shuffled. The number of batches and the
+    multiset of their sizes depend only on len(lengths)."""
+    n = len(lengths)
+    perm = torch.randperm(n, generator=gen)
+    out = []
+    step = max(1, pool) * batch
+    for a in range(0, n, step):
+        chunk = perm[a:a + step]
+        chunk = chunk[torch.argsort(lengths[chunk], stable=True)]
+        out.extend(chunk[i:i + batch] for i in range(0, len(chunk), batch))
+    order = torch.randperm(len(out), generator=gen)
+    return [out[i] for i in order]
+
+
+# ------------------------------------------------------------------------------------------ settings
+@dataclass
+class Run:
+    seed: int
+    activation: str = "relu"
+    sigma_v: float = 0.1
+
+
+@dataclass
+class Settings:
+    kind: str
+    epochs: int = 30
+    batch: int = 64
+    lr: float = 1e-3
+    optimizer: str = "adagrad"  # adagrad [P] or adam (App. C, Fig. 11)
+    dropout: float = 0.2  # on the embeddings [C]
+    d: int = 64
+    sigma_e: float = 0.1
+    sigma_w: float = 0.1
+    sigma_h: float = 0.1
+    kernel: int = 3
+    ffn: int = 64
+    sa_variant: str = "paper"
+    mv_bos: bool = True  # prepend <bos> (an extra embedding row) to every MV input [D]
+    bucket_pool: int = 50  # batches per length-sorted pool; 0 or 1 = no bucketing beyond one batch
+    max_len: int = 0  # truncate instances (0 = keep all tokens)
+    eval_batch: int = 256
+    device: str = "cpu"
+    dtype: str = "float32"
+    threads: int = 1  # torch CPU threads (these small ops run fastest on one thread; 0 = leave as is)
+
+    def __post_init__(self):
+        if self.optimizer not in ("adagrad", "adam"):
+            raise ValueError(f"optimizer must be 'adagrad' or 'adam', got {self.optimizer!r}")
+        if self.epochs < 0 or self.batch < 1 or self.lr <= 0 or not 0 <= self.dropout < 1:
+            raise ValueError("need epochs >= 0, batch >= 1, lr > 0 and 0 <= dropout < 1")
+
+    @classmethod
+    def from_dict(cls, cfg: dict) -> "Settings":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(cfg) - known)
+        if unknown:
+            raise ValueError(f"unknown training settings {unknown}; known: {sorted(known)}")
+        return cls(**cfg)
+
+
+@dataclass
+class Probes:
+    """Units whose label scores are logged every epoch (names are what the tables show)."""
+
+    tokens: dict[str, int] = field(default_factory=dict)
+    bigrams: dict[str, tuple[int, int]] = field(default_factory=dict)  # MV only
+    positions: dict[str, int] = field(default_factory=dict)  # CNN kernel slots / L-RNN distances ``ks``
+    ks: list[int] = field(default_factory=list)
+    phrases: dict[str, list[int]] = field(default_factory=dict)  # whole inputs (MV: <bos> prepended)
+
+
+@dataclass
+class Result:
+    scores: pd.DataFrame  # run, seed, activation, sigma_v, epoch, probe, unit, k, out, score
+    metrics: pd.DataFrame  # run, seed, activation, sigma_v, epoch, split, metric, value
+    summary: pd.DataFrame  # run, seed, activation, sigma_v, best_epoch, dev_accuracy, test_accuracy, seconds
+    params: dict[str, torch.Tensor]
+    spec: ModelSpec
+
+
+# ------------------------------------------------------------------------------------------- helpers
+def _spec(settings: Settings, vocab_size: int, n_out: int) -> ModelSpec:
+    bos = settings.kind == "mv" and settings.mv_bos
+    return ModelSpec(settings.kind, vocab_size + int(bos), d=settings.d, n_out=n_out, kernel=settings.kernel,
+                     ffn=settings.ffn, sa_variant=settings.sa_variant, bos_id=vocab_size if bos else None)
+
+
+def _prepare_tokens(spec: ModelSpec, tokens: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    if spec.bos_id is not None:
+        tokens, lengths = with_bos(tokens, lengths, spec.bos_id)
+    return tokens, lengths_to_mask(lengths, tokens.shape[-1])
+
+
+def evaluate(spec: ModelSpec, params: dict[str, torch.Tensor], activations: list[str], enc: Encoded,
+             eval_batch: int, device: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
+    """(accuracy [R], mean loss [R]) of every run on a split, in evaluation mode (no dropout)."""
+    order = torch.argsort(enc.lengths, stable=True)
+    R = params["v"].shape[0]
+    correct = torch.zeros(R, dtype=torch.float64)
+    loss = torch.zeros(R, dtype=torch.float64)
+    with torch.no_grad():
+        for a in range(0, len(enc), eval_batch):
+            idx = order[a:a + eval_batch]
+            tokens, lengths = pad_batch(enc, idx)
+            tokens, mask = _prepare_tokens(spec, tokens, lengths)
+            labels = enc.labels[idx].to(device)
+            s = forward(spec, params, tokens.to(device), mask.to(device), activations)
+            correct += (predictions(s) == labels).sum(1).double().cpu()
+            loss += example_losses(s, labels).sum(1).double().cpu()
+    return (correct / len(enc)).numpy(), (loss / len(enc)).numpy()
+
+
+def probe_scores(spec: ModelSpec, params: dict[str, torch.Tensor], activations: list[str], probes: Probes,
+                 device: str = "cpu") -> list[tuple[str, str, int, np.ndarray]]:
+    """[(probe, unit, k, scores [R, n_out])] for every probe unit."""
+    out = []
+    if probes.tokens:
+        ids = torch.tensor(list(probes.tokens.values()), device=device)
+        s = token_scores(spec, params, ids, activations).cpu().numpy()
+        out += [("token", u, -1, s[:, i]) for i, u in enumerate(probes.tokens)]
+    if probes.bigrams:
+        a = torch.tensor([p[0] for p in probes.bigrams.values()], device=device)
+        b = torch.tensor([p[1] for p in probes.bigrams.values()], device=device)
+        s = bigram_scores(spec, params, a, b).cpu().numpy()
+        out += [("bigram", u, -1, s[:, i]) for i, u in enumerate(probes.bigrams)]
+    if probes.positions:
+        ids = torch.tensor(list(probes.positions.values()), device=device)
+        s = position_scores(spec, params, ids, probes.ks, activations).cpu().numpy()
+        out += [("position", u, k, s[:, i, j]) for i, u in enumerate(probes.positions) for j, k in enumerate(probes.ks)]
+    if probes.phrases:
+        seqs = list(probes.phrases.values())
+        lengths = torch.tensor([len(q) for q in seqs])
+        tokens = torch.full((len(seqs), int(lengths.max())), PAD_ID, dtype=torch.long)
+        for i, q in enumerate(seqs):
+            tokens[i, : len(q)] = torch.tensor(q)
+        tokens, mask = _prepare_tokens(spec, tokens, lengths)
+        with torch.no_grad():
+            s = forward(spec, params, tokens.to(device), mask.to(device), activations).cpu().numpy()
+        out += [("phrase", u, -1, s[:, i]) for i, u in enumerate(probes.phrases)]
+    return out
+
+
+# ------------------------------------------------------------------------------------------- training
+def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab_size: int, probes: Probes,
+          n_classes: int = 2, progress: bool = True, label: str = "") -> Result:
+    """Train every run for ``settings.epochs`` epochs on ``splits["train"]``; evaluate on ``dev`` and
+    ``test`` (when present) and log the probes after every epoch (epoch 0 included)."""
+    if settings.threads > 0:
+        torch.set_num_threads(settings.threads)
+    dev = torch.device(settings.device)
+    dtype = getattr(torch, settings.dtype)
+    R = len(runs)
+    acts = [r.activation for r in runs]
+    spec = _spec(settings, vocab_size, 1 if n_classes == 2 else n_classes)
+    params = init_params(spec, [r.seed for r in runs], [r.sigma_v for r in runs],
+                         InitScales(settings.sigma_e, settings.sigma_w, settings.sigma_h), dtype)
+    params = {k: p.to(dev) for k, p in params.items()}
+    sparse = settings.optimizer == "adagrad"
+    dense_names = [k for k in params if not (sparse and k == "E")]
+    state = {k: {"sum": torch.zeros_like(p), "m": torch.zeros_like(p), "v": torch.zeros_like(p)} for k, p in params.items()}
+
+    seeds = sorted({r.seed for r in runs})
+    run_of_seed = torch.tensor([seeds.index(r.seed) for r in runs])
+    data_gen = {s: torch.Generator().manual_seed(1_000_003 * s + 11) for s in seeds}
+    drop_gen = torch.Generator(device=dev).manual_seed(1_000_003 * seeds[0] + 13 + 7 * len(seeds))
+    train_enc = splits["train"]
+    meta = pd.DataFrame({"run": range(R), "seed": [r.seed for r in runs], "activation": acts,
+                         "sigma_v": [r.sigma_v for r in runs]})
+    score_logs: list[tuple[int, list]] = []
+    metric_rows: list[tuple[int, str, str, np.ndarray]] = []
+    start = time.perf_counter()
+
+    def log_epoch(epoch: int, train_loss: np.ndarray | None) -> None:
+        score_logs.append((epoch, probe_scores(spec, params, acts, probes, settings.device)))
+        if train_loss is not None:
+            metric_rows.append((epoch, "train", "loss", train_loss))
+        for split in ("dev", "test"):
+            if split in splits:
+                acc, loss = evaluate(spec, params, acts, splits[split], settings.eval_batch, settings.device)
+                metric_rows.append((epoch, split, "accuracy", acc))
+                metric_rows.append((epoch, split, "loss", loss))
+
+    log_epoch(0, None)
+    step = 0
+    for epoch in range(1, settings.epochs + 1):
+        plans = {s: epoch_batches(train_enc.lengths, settings.batch, settings.bucket_pool, data_gen[s]) for s in seeds}
+        n_steps = len(plans[seeds[0]])
+        epoch_loss = torch.zeros(R, dtype=torch.float64)
+        for t in range(n_steps):
+            idxs = [plans[s][t] for s in seeds]
+            L = max(int(train_enc.lengths[i].max()) for i in idxs)
+            B = max(len(i) for i in idxs)
+            toks = torch.full((len(seeds), B, L), PAD_ID, dtype=torch.long)
+            lens = torch.ones(len(seeds), B, dtype=torch.long)  # filler rows: one pad token, weight 0
+            labels = torch.zeros(len(seeds), B, dtype=torch.long)
+            weights = torch.zeros(len(seeds), B, dtype=dtype)
+            for j, i in enumerate(idxs):
+                tk, ln = pad_batch(train_enc, i, L)
+                toks[j, : len(i)], lens[j, : len(i)] = tk, ln
+                labels[j, : len(i)], weights[j, : len(i)] = train_enc.labels[i], 1.0
+            if len(seeds) == 1:
+                toks, lens, labels, weights = toks[0], lens[0], labels[0], weights[0]
+            else:
+                toks, lens, labels, weights = toks[run_of_seed], lens[run_of_seed], labels[run_of_seed], weights[run_of_seed]
+            toks, mask = _prepare_tokens(spec, toks, lens)
+            toks, mask, labels, weights = toks.to(dev), mask.to(dev), labels.to(dev), weights.to(dev)
+
+            leaves = {k: params[k].detach().requires_grad_(True) for k in dense_names}
+            if sparse:
+                uniq, inv = torch.unique(toks, return_inverse=True)
+                E_sub = params["E"][:, uniq].detach().requires_grad_(True)
+                s = forward(spec, {**params, **leaves}, inv, mask, acts, dropout=settings.dropout, training=True,
+                            generator=drop_gen, E=E_sub)
+            else:
+                s = forward(spec, {**params, **leaves}, toks, mask, acts, dropout=settings.dropout, training=True,
+                            generator=drop_gen)
+            losses = example_losses(s, labels)
+            w = weights.expand_as(losses)
+            run_loss = (losses * w).sum(1) / w.sum(1)
+            wrt = list(leaves.values()) + ([E_sub] if sparse else [])
+            grads = torch.autograd.grad(run_loss.sum(), wrt)
+            step += 1
+            with torch.no_grad():
+                for name, g in zip(dense_names, grads):
+                    _update(settings, params[name], g, state[name], step)
+                if sparse:
+                    g = grads[-1]
+                    acc = state["E"]["sum"][:, uniq] + g * g
+                    state["E"]["sum"][:, uniq] = acc
+                    params["E"][:, uniq] -= settings.lr * g / (acc.sqrt() + 1e-10)
+            epoch_loss += run_loss.detach().double().cpu()
+        log_epoch(epoch, (epoch_loss / max(n_steps, 1)).numpy())
+        if progress:
+            accs = next((v for e, sp, m, v in reversed(metric_rows) if sp == "dev" and m == "accuracy"), None)
+            msg = "" if accs is None else (f" dev acc {np.round(accs, 3).tolist()}" if R <= 8 else f" mean dev acc {accs.mean():.3f}")
+            print(f"[features] {label or spec.kind} R={R} epoch {epoch}/{settings.epochs} "
+                  f"loss {float(epoch_loss.mean() / max(n_steps, 1)):.4f}{msg} ({time.perf_counter() - start:.0f}s)",
+                  file=sys.stderr, flush=True)
+    seconds = time.perf_counter() - start
+    return Result(_scores_table(meta, score_logs, spec.n_out), _metrics_table(meta, metric_rows),
+                  _summary(meta, metric_rows, seconds), {k: p.detach().cpu() for k, p in params.items()}, spec)
+
+
+def _update(settings: Settings, p: torch.Tensor, g: torch.Tensor, st: dict, step: int) -> None:
+    if settings.optimizer == "adagrad":  # torch.optim.Adagrad: sum += g^2; p -= lr g / (sqrt(sum) + eps)
+        st["sum"].addcmul_(g, g)
+        p.addcdiv_(g, st["sum"].sqrt().add_(1e-10), value=-settings.lr)
+    else:  # torch.optim.Adam
+        st["m"].mul_(0.9).add_(g, alpha=0.1)
+        st["v"].mul_(0.999).addcmul_(g, g, value=0.001)
+        denom = (st["v"].sqrt() / math.sqrt(1 - 0.999**step)).add_(1e-8)
+        p.addcdiv_(st["m"], denom, value=-settings.lr / (1 - 0.9**step))
+
+
+# -------------------------------------------------------------------------------------------- tables
+def _scores_table(meta: pd.DataFrame, logs: list, n_out: int) -> pd.DataFrame:
+    R = len(meta)
+    frames = []
+    for epoch, entries in logs:
+        if not entries:
+            continue
+        probe = np.repeat([e[0] for e in entries], R * n_out)
+        unit = np.repeat([e[1] for e in entries], R * n_out)
+        k = np.repeat([e[2] for e in entries], R * n_out)
+        vals = np.stack([e[3] for e in entries])  # [n_units, R, n_out]
+        frames.append(pd.DataFrame({
+            "run": np.tile(np.repeat(np.arange(R), n_out), len(entries)),
+            "epoch": epoch, "probe": probe, "unit": unit, "k": k,
+            "out": np.tile(np.arange(n_out), R * len(entries)), "score": vals.reshape(-1),
+        }))
+    cols = ["run", "seed", "activation", "sigma_v", "epoch", "probe", "unit", "k", "out", "score"]
+    if not frames:
+        return pd.DataFrame(columns=cols)
+    return pd.concat(frames, ignore_index=True).merge(meta, on="run")[cols]
+
+
+def _metrics_table(meta: pd.DataFrame, rows: list) -> pd.DataFrame:
+    R = len(meta)
+    df = pd.DataFrame([{"run": r, "epoch": e, "split": s, "metric": m, "value": float(v[r])}
+                       for e, s, m, v in rows for r in range(R)])
+    return df.merge(meta, on="run")[["run", "seed", "activation", "sigma_v", "epoch", "split", "metric", "value"]]
+
+
+def _summary(meta: pd.DataFrame, rows: list, seconds: float) -> pd.DataFrame:
+    out = meta.copy()
+    dev = [(e, v) for e, s, m, v in rows if s == "dev" and m == "accuracy"]
+    test = {e: v for e, s, m, v in rows if s == "test" and m == "accuracy"}
+    best, dev_acc, test_acc = [], [], []
+    for r in range(len(meta)):
+        if dev:
+            e, v = max(dev, key=lambda ev: (ev[1][r], -ev[0]))  # first epoch with the highest dev accuracy
+            best.append(e)
+            dev_acc.append(float(v[r]))
+            test_acc.append(float(test[e][r]) if e in test else float("nan"))
+        else:
+            best.append(-1)
+            dev_acc.append(float("nan"))
+            test_acc.append(float("nan"))
+    out["best_epoch"], out["dev_accuracy"], out["test_accuracy"] = best, dev_acc, test_acc
+    out["seconds"] = seconds
+    return out
+
+
+def write_tables(result: Result, scores: str | None = None, metrics: str | None = None, summary: str | None = None) -> None:
+    """Write the tidy tables (atomically) to the given CSV paths."""
+    for df, path in ((result.scores, scores), (result.metrics, metrics), (result.summary, summary)):
+        if path:
+            with atomic_open(path, newline="") as fh:
+                df.to_csv(fh, index=False, float_format="%.8g")

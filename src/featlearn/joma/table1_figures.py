@@ -1,0 +1,158 @@
+"""JoMA Table 1 (NCorr of MLP neurons with the latents of the hierarchy) and the Theorem 5 figure,
+with the claims they check. Reads only the tables of ``featlearn.joma.table1``."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from featlearn.claims import Claim, check
+from featlearn.io import atomic_open, write_text
+from featlearn.plotting import save_figure, set_style
+
+PAPER = "joma"
+CELL = ["C", "n_ch", "n0", "n1"]
+
+# Table 1 of the paper [P]: (C, N_ch, N_0, N_1) -> (NCorr s=0 mean, std, NCorr s=1 mean, std), 5 seeds.
+PAPER_TABLE1 = {
+    (20, 2, 10, 20): (0.99, 0.01, 0.81, 0.05),
+    (20, 2, 20, 30): (0.97, 0.02, 0.80, 0.05),
+    (20, 3, 10, 20): (1.00, 0.00, 0.69, 0.05),
+    (20, 3, 20, 30): (0.96, 0.02, 0.68, 0.04),
+    (30, 2, 10, 20): (0.99, 0.01, 0.73, 0.08),
+    (30, 2, 20, 30): (0.94, 0.04, 0.74, 0.03),
+    (30, 3, 10, 20): (0.99, 0.01, 0.72, 0.04),
+    (30, 3, 20, 30): (0.95, 0.03, 0.66, 0.02),
+    (50, 2, 10, 20): (0.99, 0.01, 0.58, 0.02),
+    (50, 2, 20, 30): (0.95, 0.03, 0.55, 0.01),
+    (50, 3, 10, 20): (0.99, 0.01, 0.64, 0.02),
+    (50, 3, 20, 30): (0.95, 0.03, 0.61, 0.04),
+}
+
+# reference, claim 5
+S0_MIN, UNTRAINED_GAP, LOSS_MAX = 0.90, 0.1, 0.05
+# reference, claim 4
+Z_MAX = 3.0
+
+
+def summarise(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell and level s in {0, 1}: mean and std over seeds of NCorr for the trained and
+    the untrained network, the paper's value, and the trained networks' losses."""
+    df = df[df["level"] <= 1]
+    rows = []
+    for key, sub in df.groupby(CELL + ["level"]):
+        tr, un = sub[sub["trained"]], sub[~sub["trained"]]
+        level = int(key[4])
+        paper = PAPER_TABLE1.get(tuple(int(k) for k in key[:4]), (np.nan,) * 4)
+        rows.append({**dict(zip(CELL + ["level"], key)), "trained_mean": tr["ncorr"].mean(), "trained_std": tr["ncorr"].std(),
+                     "untrained_mean": un["ncorr"].mean(), "untrained_std": un["ncorr"].std(),
+                     "paper_mean": paper[2 * level], "paper_std": paper[2 * level + 1], "n_seeds": len(tr),
+                     "loss_max": tr["final_loss"].max(), "excess_loss_max": (tr["final_loss"] - tr["loss_floor"]).max(),
+                     "d": int(tr["d"].iloc[0]), "steps": int(tr["steps"].iloc[0]), "lr": float(tr["lr"].iloc[0])})
+    return pd.DataFrame(rows)
+
+
+HEADER_MD = ["C", "N_ch", "(N_0, N_1)", "NCorr s=0", "paper s=0", "NCorr s=1", "paper s=1", "untrained s=0", "untrained s=1",
+             "loss - floor"]
+HEADER_TEX = ["$C$", "$N_{\\rm ch}$", "$(N_0, N_1)$", "NCorr $s{=}0$", "paper", "NCorr $s{=}1$", "paper", "untrained $s{=}0$",
+              "untrained $s{=}1$", "loss $-$ floor"]
+
+
+def _pm(mean: float, std: float, latex: bool) -> str:
+    sep = " \\pm " if latex else " ± "
+    text = f"{mean:.2f}{sep}{std:.2f}" if np.isfinite(std) else f"{mean:.2f}"
+    return f"${text}$" if latex else text
+
+
+def _table_rows(summary: pd.DataFrame, latex: bool) -> list[list[str]]:
+    """One row of cells per grid cell: the paper's layout transposed (cells as rows)."""
+    rows = []
+    for (C, nch, n0, n1), sub in summary.groupby(CELL):
+        s0, s1 = (sub[sub["level"] == s].iloc[0] for s in (0, 1))
+        rows.append([str(C), str(nch), f"({n0}, {n1})",
+                     _pm(s0.trained_mean, s0.trained_std, latex), _pm(s0.paper_mean, s0.paper_std, latex),
+                     _pm(s1.trained_mean, s1.trained_std, latex), _pm(s1.paper_mean, s1.paper_std, latex),
+                     _pm(s0.untrained_mean, s0.untrained_std, latex), _pm(s1.untrained_mean, s1.untrained_std, latex),
+                     f"{s0.excess_loss_max:.3f}"])
+    return rows
+
+
+def _markdown(summary: pd.DataFrame, caption: str) -> str:
+    lines = [f"**{caption}**", "", "| " + " | ".join(HEADER_MD) + " |", "|" + "---|" * len(HEADER_MD)]
+    lines += ["| " + " | ".join(r) + " |" for r in _table_rows(summary, latex=False)]
+    return "\n".join(lines) + "\n"
+
+
+def _latex(summary: pd.DataFrame, caption: str) -> str:
+    lines = ["\\begin{table}[t]", "\\centering", "\\begin{tabular}{rrcccccccc}", "\\toprule",
+             " & ".join(HEADER_TEX) + " \\\\", "\\midrule"]
+    lines += [" & ".join(r) + " \\\\" for r in _table_rows(summary, latex=True)]
+    lines += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{caption}}}", "\\label{tab:joma-table1}", "\\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def table1(cell_csvs: list[str], out_csv: str, out_tex: str, out_md: str, scale: str) -> list[Claim]:
+    df = pd.concat([pd.read_csv(p) for p in cell_csvs], ignore_index=True)
+    df["trained"] = df["trained"].astype(str).str.lower() == "true"
+    summary = summarise(df)
+    with atomic_open(out_csv, newline="") as fh:
+        summary.to_csv(fh, index=False, float_format="%.6g")
+    n_seeds = int(summary["n_seeds"].min())
+    caption = (f"JoMA Table 1 (scale: {scale}): NCorr between the latents of level s and their best-matched MLP neuron "
+               f"of block s, mean ± std over {n_seeds} seeds; d = {int(summary['d'].iloc[0])}, "
+               f"{int(summary['steps'].iloc[0])} Adam steps at lr {summary['lr'].iloc[0]:g}; "
+               f"paper: d = 1024, 5 seeds. Last column: largest population loss of a trained run above its floor "
+               f"(classes with identical token sequences cannot be told apart).")
+    write_text(out_md, _markdown(summary, caption))
+    write_text(out_tex, _latex(summary, caption.replace("±", "$\\pm$")))
+
+    s0, s1 = (summary[summary["level"] == s].set_index(CELL) for s in (0, 1))
+    gaps = summary["trained_mean"] - summary["untrained_mean"]
+    return [
+        check(PAPER, "table1_s0", "Table 1", f"NCorr(s=0) >= {S0_MIN:g} in every cell (mean over seeds)",
+              "min over cells of NCorr(s=0)", s0["trained_mean"].min(), ">=", S0_MIN, scale),
+        check(PAPER, "table1_s1_lower", "Table 1", "NCorr(s=1) < NCorr(s=0) in every cell",
+              "max over cells of NCorr(s=1) - NCorr(s=0)", (s1["trained_mean"] - s0["trained_mean"]).max(), "<", 0.0, scale),
+        check(PAPER, "table1_untrained_gap", "Table 1", f"the untrained network (same init) scores >= {UNTRAINED_GAP:g} lower, "
+              "in every cell at both levels", "min over cells and s of NCorr(trained) - NCorr(untrained)", gaps.min(), ">=",
+              UNTRAINED_GAP, scale),
+        check(PAPER, "table1_loss", "Table 1", f"trained loss < {LOSS_MAX:g} above the floor set by classes with identical "
+              "token sequences (the floor is 0 when all classes differ)", "max over runs of population loss - floor",
+              summary["excess_loss_max"].max(), "<", LOSS_MAX, scale),
+    ]
+
+
+def hblt(csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
+    df = pd.read_csv(csv)
+    df["z"] = (df["empirical"] - df["theory"]) / df["se"]
+    set_style()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
+    palette = sns.color_palette("viridis", df["rho"].nunique())
+    for color, (rho, sub) in zip(palette, df.groupby("rho")):
+        sub = sub.sort_values("H")
+        axes[0].plot(sub["H"], sub["theory"], "-", color=color, lw=1.2, label=f"Theorem 5, $\\rho$ = {rho:g}")
+        axes[0].errorbar(sub["H"], sub["empirical"], yerr=3 * sub["se"], fmt="o", color=color, ms=4, capsize=3,
+                         label=f"Monte Carlo ± 3 s.e., $\\rho$ = {rho:g}")
+        axes[1].plot(sub["H"], sub["z"], "o-", color=color, ms=4, label=f"$\\rho$ = {rho:g}")
+    axes[0].set_xlabel("depth H of the common latent ancestor")
+    axes[0].set_ylabel("P[$y_l$ = 1 | $y_m$ = 1]")
+    axes[0].set_title(f"L = {int(df['L'].iloc[0])}, $\\rho_0$ = {df['rho0'].iloc[0]:.3f}, {int(df['n_samples'].iloc[0])} samples")
+    axes[0].legend(fontsize=8)
+    axes[1].axhspan(-Z_MAX, Z_MAX, color="0.9", lw=0)
+    axes[1].axhline(0, color="k", lw=0.8)
+    axes[1].set_xlabel("depth H of the common latent ancestor")
+    axes[1].set_ylabel("(Monte Carlo - theory) / s.e.")
+    axes[1].set_title(f"deviation in standard errors (band: ±{Z_MAX:g})")
+    axes[1].legend(fontsize=8)
+    for ax in axes:
+        ax.set_xticks(sorted(df["H"].unique()))
+    fig.suptitle("JoMA Theorem 5: token co-occurrence in HBLT($\\rho$) falls with the depth of the common ancestor "
+                 f"(scale: {scale})")
+    save_figure(fig, *figures, dpi=dpi)
+    return [
+        check(PAPER, "thm5_hblt", "Thm. 5", f"Monte Carlo P[y_l=1|y_m=1] matches Theorem 5 within {Z_MAX:g} standard errors "
+              f"for every depth H ({len(df)} (rho, H) pairs)", "max |empirical - theory| / s.e.", df["z"].abs().max(), "<=",
+              Z_MAX, scale),
+    ]

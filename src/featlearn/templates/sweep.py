@@ -1,0 +1,510 @@
+"""Sweep engine: many independent template-task trainings at once, in one process, data on the device.
+
+Protocol [P App. A/B]: Adam (β = (0.9, 0.999), ε = 1e-8, no weight decay), minibatch B (1024), E epochs
+(1000); after every ``eval_every`` epochs the validation and test sets (100 samples each, disjoint
+alphabets) are evaluated; the reported numbers are those of the epoch with the lowest validation loss.
+Regression: loss and metric are the MSE; next-token: cross-entropy loss, metric = test error
+(argmax ≠ label). The test set is evaluated only at epochs where some run's validation loss improves, at
+the last epoch and at curve epochs: the reported numbers are the same as evaluating it every time.
+Train loss of an epoch = the mean of its minibatch losses (each taken before that minibatch's step).
+
+Vectorisation: the R runs of a ``Group`` share the task, n, architecture sizes, batch and epochs; each has
+its own seed (data, init, shuffling), learning rate and identity-scaling variant. Parameters are stacked
+[R, ...]; the per-run forward is ``torch.func.functional_call`` on one meta-device copy of the model,
+vmapped over the run axis; per-run gradients come from one backward of Σ_r loss_r (runs share no
+parameters); Adam is applied with a per-run learning rate, with exactly torch.optim.Adam's update
+(m <- β1 m + (1-β1) g, v <- β2 v + (1-β2) g², p <- p - lr/(1-β1^t) · m / (sqrt(v)/sqrt(1-β2^t) + ε)).
+A group with mixed variants builds every run with both a_h and b_h; a run without +KQ (+VO) keeps its
+a_h (b_h) frozen at exactly 0, which is exactly the vanilla model (zero gradient => zero Adam step).
+
+Determinism: run seed s gives data ``make_datasets(task, n, data_seed(s))``, init under
+``torch.manual_seed(init_seed(s))`` and, when an epoch has several minibatches, per-run permutations
+from ``torch.Generator().manual_seed(shuffle_seed(s))``. A run trained alone (``train_reference``: plain
+nn.Module + torch.optim.Adam) or in any group gives the same numbers up to float rounding.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch.func import functional_call, vmap
+
+from featlearn.devices import resolve_device
+from featlearn.io import atomic_open
+from featlearn.templates.models import build_model
+from featlearn.templates.tasks import TaskData, TemplateTask, make_datasets, make_task
+
+VARIANTS = {"vanilla": (False, False), "kq": (True, False), "vo": (False, True), "kq_vo": (True, True)}
+BETAS = (0.9, 0.999)
+EPS = 1e-8
+
+
+def data_seed(seed: int) -> int:
+    return 1_000_003 * int(seed) + 11
+
+
+def init_seed(seed: int) -> int:
+    return 1_000_003 * int(seed) + 23
+
+
+def shuffle_seed(seed: int) -> int:
+    return 1_000_003 * int(seed) + 37
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    seed: int
+    lr: float
+    variant: str = "vanilla"
+
+    def __post_init__(self):
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown variant {self.variant!r}; expected one of {sorted(VARIANTS)}")
+        if not self.lr > 0:
+            raise ValueError("lr must be > 0")
+
+
+@dataclass
+class Group:
+    """R runs trained together (see module docstring). ``trainable``: parameter-name prefixes that are
+    trained (None: all; e.g. ("head.",) trains only the final readout, Fig. 15)."""
+
+    task: TemplateTask
+    n: int
+    runs: list[RunSpec]
+    arch: str = "transformer"
+    model: dict = field(default_factory=dict)
+    epochs: int = 1000
+    batch: int = 1024
+    eval_every: int = 1
+    trainable: tuple[str, ...] | None = None
+    n_val: int = 100
+    n_test: int = 100
+    dtype: torch.dtype = torch.float32
+    device: str = "cpu"
+    curve_every: int = 0  # > 0: keep the evaluated values every curve_every epochs (multiple of eval_every)
+    progress: bool = False
+
+    def __post_init__(self):
+        if not self.runs:
+            raise ValueError("a group needs at least one run")
+        if self.epochs < 1 or self.batch < 1 or self.eval_every < 1:
+            raise ValueError("epochs, batch and eval_every must be >= 1")
+        if self.arch != "transformer" and any(r.variant != "vanilla" for r in self.runs):
+            raise ValueError(f"identity-scaling variants need the transformer, not {self.arch}")
+
+    @property
+    def structure(self) -> tuple[bool, bool]:
+        """(kq, vo) of the stacked model: a scaling exists if any run of the group trains it."""
+        return any(VARIANTS[r.variant][0] for r in self.runs), any(VARIANTS[r.variant][1] for r in self.runs)
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return math.ceil(self.n / self.batch)
+
+
+@dataclass
+class GroupResult:
+    """Per-run results [R] at the best-validation epoch, final-epoch values, optional curves [E', R]."""
+
+    best_epoch: torch.Tensor
+    val_loss: torch.Tensor
+    test_loss: torch.Tensor
+    test_metric: torch.Tensor
+    train_loss: torch.Tensor
+    final_train_loss: torch.Tensor
+    final_val_loss: torch.Tensor
+    final_test_metric: torch.Tensor
+    params: dict[str, torch.Tensor]
+    seconds: float
+    curves: dict[str, list] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------- pieces
+
+
+def group_data(group: Group) -> list[TaskData]:
+    return [make_datasets(group.task, group.n, data_seed(r.seed), n_val=group.n_val, n_test=group.n_test) for r in group.runs]
+
+
+def init_model(group: Group, run: RunSpec, vocab_size: int, structure: tuple[bool, bool] | None = None) -> torch.nn.Module:
+    """The run's model at init (seeded, float32 init then cast to the group's dtype)."""
+    kq, vo = structure if structure is not None else VARIANTS[run.variant]
+    cfg = dict(group.model)
+    if group.arch == "transformer":
+        cfg.update(kq=kq, vo=vo)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(init_seed(run.seed))
+        model = build_model(group.arch, vocab_size, group.task.length, group.task.kind, **cfg)
+    return model.to(group.dtype)
+
+
+def trainable_mask(group: Group, run: RunSpec, name: str) -> bool:
+    if group.trainable is not None and not name.startswith(tuple(group.trainable)):
+        return False
+    kq, vo = VARIANTS[run.variant]
+    if name.endswith("kq_scale"):
+        return kq
+    if name.endswith("vo_scale"):
+        return vo
+    return True
+
+
+def _losses(out: torch.Tensor, y: torch.Tensor, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(loss, metric) of one run's outputs: MSE and MSE, or cross-entropy and error."""
+    if kind == "regression":
+        mse = ((out - y) ** 2).mean()
+        return mse, mse
+    return F.cross_entropy(out, y), (out.argmax(dim=-1) != y).to(out.dtype).mean()
+
+
+class _Selector:
+    """Best-validation-epoch bookkeeping for R runs (a NaN validation loss is never the best)."""
+
+    def __init__(self, R: int):
+        self.best_val = torch.full((R,), math.inf, dtype=torch.float64)
+        self.best_epoch = torch.full((R,), -1, dtype=torch.int64)
+        self.test_loss = torch.full((R,), math.nan, dtype=torch.float64)
+        self.test_metric = torch.full((R,), math.nan, dtype=torch.float64)
+        self.train_loss = torch.full((R,), math.nan, dtype=torch.float64)
+        self.curves: dict[str, list] = {k: [] for k in ("epoch", "train_loss", "val_loss", "test_loss", "test_metric")}
+        self.last: dict[str, torch.Tensor] = {}
+
+    def update(self, epoch: int, train_loss, val_loss, test_loss, test_metric, record: bool) -> None:
+        vals = {
+            k: v.detach().double().cpu()
+            for k, v in (
+                ("train_loss", train_loss),
+                ("val_loss", val_loss),
+                ("test_loss", test_loss),
+                ("test_metric", test_metric),
+            )
+        }
+        better = vals["val_loss"] < self.best_val
+        self.best_val = torch.where(better, vals["val_loss"], self.best_val)
+        self.best_epoch = torch.where(better, torch.tensor(epoch), self.best_epoch)
+        for k in ("test_loss", "test_metric", "train_loss"):
+            setattr(self, k, torch.where(better, vals[k], getattr(self, k)))
+        self.last = vals
+        if record:
+            self.curves["epoch"].append(epoch)
+            for k, v in vals.items():
+                self.curves[k].append(v)
+
+    def result(self, params, seconds) -> GroupResult:
+        best_val = torch.where(self.best_epoch >= 0, self.best_val, torch.tensor(math.nan, dtype=torch.float64))
+        return GroupResult(
+            self.best_epoch,
+            best_val,
+            self.test_loss,
+            self.test_metric,
+            self.train_loss,
+            self.last["train_loss"],
+            self.last["val_loss"],
+            self.last["test_metric"],
+            params,
+            seconds,
+            self.curves,
+        )
+
+
+# --------------------------------------------------------------------------------------- engine
+
+
+def train_group(group: Group) -> GroupResult:
+    """Train the group's runs together; returns per-run results (see ``GroupResult``)."""
+    dev, R, kind = torch.device(group.device), len(group.runs), group.task.kind
+    datas = group_data(group)
+    V = datas[0].vocab.size
+    structure = group.structure
+    models = [init_model(group, run, V, structure) for run in group.runs]
+    names = [name for name, _ in models[0].named_parameters()]
+    params = {
+        name: torch.stack([dict(m.named_parameters())[name].detach() for m in models]).to(dev).requires_grad_(True)
+        for name in names
+    }
+    base = copy.deepcopy(models[0]).to("meta")
+    del models
+    masks = {
+        name: torch.tensor([trainable_mask(group, run, name) for run in group.runs], device=dev).view(
+            R, *[1] * (params[name].dim() - 1)
+        )
+        for name in names
+    }
+    trained = [name for name in names if bool(masks[name].any())]
+    lr = torch.tensor([run.lr for run in group.runs], dtype=group.dtype, device=dev)
+    state = {name: (torch.zeros_like(params[name]), torch.zeros_like(params[name])) for name in trained}
+
+    ydtype = group.dtype if kind == "regression" else torch.int64
+    X = torch.stack([d.train.tokens for d in datas]).to(dev)
+    Y = torch.stack([d.train.targets for d in datas]).to(dev, ydtype)
+    Xv, Yv = (torch.stack([getattr(d.val, a) for d in datas]).to(dev) for a in ("tokens", "targets"))
+    Xt, Yt = (torch.stack([getattr(d.test, a) for d in datas]).to(dev) for a in ("tokens", "targets"))
+    Yv, Yt = Yv.to(ydtype), Yt.to(ydtype)
+    n, k = group.n, group.task.length
+
+    def run_loss(p, x, y):
+        return _losses(functional_call(base, p, (x,)), y, kind)[0]
+
+    def run_eval(p, x, y):
+        return _losses(functional_call(base, p, (x,)), y, kind)
+
+    batched_loss, batched_eval = vmap(run_loss), vmap(run_eval)
+    gens = [torch.Generator().manual_seed(shuffle_seed(run.seed)) for run in group.runs]
+    nb = group.steps_per_epoch
+    sel = _Selector(R)
+    step = 0
+    start = time.perf_counter()
+    for epoch in range(1, group.epochs + 1):
+        if nb > 1:
+            perm = torch.stack([torch.randperm(n, generator=g) for g in gens]).to(dev)
+        train_loss = torch.zeros(R, dtype=group.dtype, device=dev)
+        for b in range(nb):
+            if nb == 1:
+                xb, yb = X, Y
+            else:
+                idx = perm[:, b * group.batch : (b + 1) * group.batch]
+                xb = torch.gather(X, 1, idx.unsqueeze(-1).expand(-1, -1, k))
+                yb = torch.gather(Y, 1, idx)
+            losses = batched_loss(params, xb, yb)
+            grads = torch.autograd.grad(losses.sum(), [params[name] for name in trained], allow_unused=True)
+            step += 1
+            _adam_step(params, trained, grads, state, masks, lr, step)
+            train_loss += losses.detach() * (xb.shape[1] / n)
+        if epoch % group.eval_every == 0 or epoch == group.epochs:
+            with torch.no_grad():
+                vl, _ = batched_eval(params, Xv, Yv)
+                # the test set is only needed where a run improves, at the last epoch and on curve epochs
+                if bool((vl.detach().double().cpu() < sel.best_val).any()) or epoch == group.epochs or _record(group, epoch):
+                    tl, tm = batched_eval(params, Xt, Yt)
+                else:
+                    tl = tm = torch.full_like(vl, math.nan)
+            sel.update(epoch, train_loss, vl, tl, tm, _record(group, epoch))
+        if group.progress and (epoch % max(1, group.epochs // 10) == 0 or epoch == group.epochs):
+            print(
+                f"[templates] {group.task.name} {group.arch} n={n} R={R} epoch {epoch}/{group.epochs} "
+                f"train {train_loss.mean():.4f} best val {sel.best_val.nanmean():.4f} ({time.perf_counter() - start:.0f}s)",
+                file=sys.stderr,
+                flush=True,
+            )
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    return sel.result({name: p.detach() for name, p in params.items()}, seconds)
+
+
+def _record(group: Group, epoch: int) -> bool:
+    return group.curve_every > 0 and (epoch % group.curve_every == 0 or epoch == group.epochs)
+
+
+def _adam_step(params, trained, grads, state, masks, lr, t) -> None:
+    """torch.optim.Adam's update (defaults, no weight decay) with a per-run learning rate; frozen entries
+    of a run get a zero gradient, hence an exactly zero step."""
+    b1, b2 = BETAS
+    bc1, bc2 = 1 - b1**t, 1 - b2**t
+    with torch.no_grad():
+        for name, g in zip(trained, grads):
+            p = params[name]
+            if g is None:
+                g = torch.zeros_like(p)
+            g = torch.where(masks[name], g, torch.zeros_like(g))
+            m, v = state[name]
+            m.lerp_(g, 1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            denom = (v.sqrt() / math.sqrt(bc2)).add_(EPS)
+            step_size = (lr / bc1).view(-1, *[1] * (p.dim() - 1))
+            p.sub_(step_size * m / denom)
+
+
+def train_reference(group: Group, run: RunSpec) -> GroupResult:
+    """One run alone, the plain way: its own nn.Module (vanilla structure unless its variant adds
+    scalings), torch.optim.Adam, the same data, init, shuffling and best-epoch selection as the engine."""
+    dev, kind = torch.device(group.device), group.task.kind
+    data = make_datasets(group.task, group.n, data_seed(run.seed), n_val=group.n_val, n_test=group.n_test)
+    model = init_model(group, run, data.vocab.size).to(dev)
+    params = [p for name, p in model.named_parameters() if trainable_mask(group, run, name)]
+    opt = torch.optim.Adam(params, lr=run.lr)
+    ydtype = group.dtype if kind == "regression" else torch.int64
+    X, Y = data.train.tokens.to(dev), data.train.targets.to(dev, ydtype)
+    Xe = torch.cat([data.val.tokens, data.test.tokens]).to(dev)
+    Ye = torch.cat([data.val.targets, data.test.targets]).to(dev, ydtype)
+    gen = torch.Generator().manual_seed(shuffle_seed(run.seed))
+    nb, n, nv = group.steps_per_epoch, group.n, group.n_val
+    sel = _Selector(1)
+    start = time.perf_counter()
+    for epoch in range(1, group.epochs + 1):
+        perm = torch.randperm(n, generator=gen).to(dev) if nb > 1 else torch.arange(n, device=dev)
+        train_loss = torch.zeros((), dtype=group.dtype, device=dev)
+        for b in range(nb):
+            idx = perm[b * group.batch : (b + 1) * group.batch]
+            loss = _losses(model(X[idx]), Y[idx], kind)[0]
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            train_loss += loss.detach() * (len(idx) / n)
+        if epoch % group.eval_every == 0 or epoch == group.epochs:
+            with torch.no_grad():
+                out = model(Xe)
+                vl, _ = _losses(out[:nv], Ye[:nv], kind)
+                tl, tm = _losses(out[nv:], Ye[nv:], kind)
+            sel.update(epoch, train_loss.view(1), vl.view(1), tl.view(1), tm.view(1), _record(group, epoch))
+    seconds = time.perf_counter() - start
+    return sel.result({name: p.detach().unsqueeze(0) for name, p in model.named_parameters()}, seconds)
+
+
+# --------------------------------------------------------------------------------------- grids
+
+
+def _seeds(value) -> list[int]:
+    return list(range(1, int(value) + 1)) if isinstance(value, (int, np.integer)) else [int(s) for s in value]
+
+
+def expand_groups(settings: dict) -> list[Group]:
+    """The groups of a sweep: one per n (chunks of at most ``max_group`` runs), each holding every
+    variant x learning rate x seed of that n. ``settings`` keys: task ({name, ...params}), arch, model,
+    variants, n, lrs, seeds (int S -> 1..S, or a list), epochs, batch, eval_every, trainable, n_val,
+    n_test, dtype, device, max_group, curve_every (> 0: record curves), progress."""
+    task = make_task(**dict(settings["task"]))
+    dtype = {"float32": torch.float32, "float64": torch.float64}[settings.get("dtype", "float32")]
+    runs = [
+        RunSpec(seed, float(lr), variant)
+        for variant, lr, seed in itertools.product(
+            settings.get("variants", ["vanilla"]), settings["lrs"], _seeds(settings["seeds"])
+        )
+    ]
+    max_group = int(settings.get("max_group", 64))
+    trainable = settings.get("trainable")
+    groups = []
+    for n in settings["n"]:
+        for i in range(0, len(runs), max_group):
+            groups.append(
+                Group(
+                    task,
+                    int(n),
+                    runs[i : i + max_group],
+                    arch=settings.get("arch", "transformer"),
+                    model=dict(settings.get("model", {})),
+                    epochs=int(settings["epochs"]),
+                    batch=int(settings.get("batch", 1024)),
+                    eval_every=int(settings.get("eval_every", 1)),
+                    trainable=tuple(trainable) if trainable else None,
+                    n_val=int(settings.get("n_val", 100)),
+                    n_test=int(settings.get("n_test", 100)),
+                    dtype=dtype,
+                    device=resolve_device(settings.get("device", "cpu")),
+                    curve_every=int(settings.get("curve_every", 0)),
+                    progress=bool(settings.get("progress", True)),
+                )
+            )
+    return groups
+
+
+def _group_frame(group: Group, res: GroupResult) -> pd.DataFrame:
+    model = group.model
+    return pd.DataFrame(
+        {
+            "task": group.task.name,
+            "kind": group.task.kind,
+            "arch": group.arch,
+            "variant": [r.variant for r in group.runs],
+            "n": group.n,
+            "lr": [r.lr for r in group.runs],
+            "seed": [r.seed for r in group.runs],
+            "batch": group.batch,
+            "epochs": group.epochs,
+            "d_emb": model.get("d_emb", np.nan),
+            "depth": model.get("depth", np.nan),
+            "heads": model.get("heads", np.nan),
+            "d_head": model.get("d_head", np.nan),
+            "d_mlp": model.get("d_mlp", np.nan),
+            "hidden": model.get("hidden", np.nan),
+            "attn_mult": model.get("attn_mult", 1.0),
+            "kq_mult": model.get("kq_mult", 1.0),
+            "vo_mult": model.get("vo_mult", 1.0),
+            "readout": model.get("readout", "cls") if group.arch == "transformer" else "",
+            "trainable": ",".join(group.trainable) if group.trainable else "all",
+            "metric": "mse" if group.task.kind == "regression" else "error",
+            "best_epoch": res.best_epoch.numpy(),
+            "val_loss": res.val_loss.numpy(),
+            "test_loss": res.test_loss.numpy(),
+            "test_metric": res.test_metric.numpy(),
+            "train_loss": res.train_loss.numpy(),
+            "final_train_loss": res.final_train_loss.numpy(),
+            "final_val_loss": res.final_val_loss.numpy(),
+            "final_test_metric": res.final_test_metric.numpy(),
+            "group_runs": len(group.runs),
+            "group_seconds": res.seconds,
+        }
+    )
+
+
+def _curve_frame(group: Group, res: GroupResult) -> pd.DataFrame:
+    c = res.curves
+    if not c.get("epoch"):
+        return pd.DataFrame()
+    E, R = len(c["epoch"]), len(group.runs)
+    frame = pd.DataFrame(
+        {
+            "task": group.task.name,
+            "arch": group.arch,
+            "variant": np.tile([r.variant for r in group.runs], E),
+            "n": group.n,
+            "lr": np.tile([r.lr for r in group.runs], E),
+            "seed": np.tile([r.seed for r in group.runs], E),
+            "epoch": np.repeat(c["epoch"], R),
+        }
+    )
+    for key in ("train_loss", "val_loss", "test_loss", "test_metric"):
+        frame[key] = torch.stack(c[key]).numpy().reshape(-1)
+    return frame
+
+
+def sweep_frames(settings: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Train every group of ``settings`` (see ``expand_groups``); returns (one row per run, curves)."""
+    rows, curves = [], []
+    for group in expand_groups(settings):
+        res = train_group(group)
+        rows.append(_group_frame(group, res))
+        curves.append(_curve_frame(group, res))
+    return pd.concat(rows, ignore_index=True), pd.concat(curves, ignore_index=True)
+
+
+def write_csv(df: pd.DataFrame, path: str) -> None:
+    with atomic_open(path, newline="") as fh:
+        df.to_csv(fh, index=False, float_format="%.9g")
+
+
+def run_sweep(settings: dict, out: str, curves_out: str | None = None) -> pd.DataFrame:
+    """Train a sweep and write its per-run table to ``out`` (and the curves to ``curves_out``)."""
+    runs, curves = sweep_frames(settings)
+    write_csv(runs, out)
+    if curves_out is not None:
+        write_csv(curves, curves_out)
+    return runs
+
+
+# --------------------------------------------------------------------------------------- table helpers
+
+
+def select_lr(runs: pd.DataFrame, per: tuple[str, ...] = ("task", "arch", "variant"), by: str = "val_loss") -> pd.DataFrame:
+    """Learning-rate selection per curve [P App. A]: for each group of ``per`` keep the rows of the lr whose
+    mean ``by`` (validation loss, on its own alphabet) over every n and seed is lowest."""
+    means = runs.groupby(list(per) + ["lr"], dropna=False)[by].mean().reset_index()
+    best = means.loc[means.groupby(list(per), dropna=False)[by].idxmin(), list(per) + ["lr"]]
+    return runs.merge(best, on=list(per) + ["lr"], how="inner")
+
+
+def n_star(runs: pd.DataFrame, tau: float, metric: str = "test_metric") -> float:
+    """Smallest n whose seed-mean ``metric`` is <= tau (inf when none is): n*_τ of the claims."""
+    means = runs.groupby("n")[metric].mean().sort_index()
+    hit = means[means <= tau]
+    return float(hit.index[0]) if len(hit) else math.inf
