@@ -44,3 +44,14 @@ def _isolated_env(monkeypatch):
     """Tests decide mirror and offline mode themselves."""
     monkeypatch.delenv("FEATLEARN_OFFLINE", raising=False)
     monkeypatch.delenv("FEATLEARN_DATA_MIRROR", raising=False)
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny tensors: one torch thread, since thread start-up and contention cost more than the work."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -29,13 +29,7 @@ OPT = "facebook/opt-125m"
 PYTHIA_REVS = {"step0": (0, "single"), "step1000": (1, "single"), "step143000": (2, "sharded"), "step8": (3, "bin")}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny matrices: one thread avoids thread start-up and contention costing more than the work."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny tensors: see conftest
 
 
 def _tokenizer():

@@ -14,13 +14,7 @@ from featlearn.joma import table1 as T1
 from featlearn.joma import table1_figures as TF
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # tiny models: one thread avoids OpenMP contention on a shared machine
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny tensors: see conftest
 
 
 # ----------------------------------------------------------------------------- code-mode generator

@@ -18,13 +18,7 @@ from featlearn.templates import tasks as T
 TINY = {"d_emb": 16, "depth": 2, "heads": 2, "d_head": 8, "d_mlp": 32}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # tiny tensors: a second thread only adds synchronisation
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny tensors: see conftest
 
 
 ALL_TASKS = [
