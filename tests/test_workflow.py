@@ -199,3 +199,17 @@ def test_joma_smoke_outputs(smoke_run):
     ids = {r["claim_id"] for r in csv.DictReader(open(results / "joma" / "claims.csv"))}
     assert {"fig4_start", "fig4_rebound", "fig4_exact", "thm2_invariant", "thm2_limits"} <= ids
     assert {"fig2_nc_smooth", "thm1_exp_invariant", "fig6_bound_wikitext2", "fig8_best_rebound_wikitext2"} <= ids
+
+
+def test_training_hyperparameter_change_reruns_only_its_runs(smoke_run):
+    """A new learning rate in Fig. 8's grid: one new WikiText run, then Fig. 8 and the claims; Fig. 6's
+    runs (which share the 2-layer model at another learning rate) and every other job stay cached."""
+    import re
+
+    work, env, _ = smoke_run
+    (work / "lr.yaml").write_text("joma:\n  wikitext:\n    fig8: {lrs: [1.0e-4, 2.0e-3]}\n")
+    out = _would_run(work, env, "lr.yaml")
+    assert re.search(r"^joma_wikitext\s+1\s*$", out, re.M), out
+    assert "fig_joma_8" in out and "paper_claims" in out
+    for cached in ("fig_joma_6", "joma_table1_cell", "joma_sim_softmax", "scan_snap_wikitext", "data_prepare"):
+        assert cached not in out
