@@ -40,19 +40,16 @@ JM_WIKI = JM_CFG["wikitext"]
 JM_WIKI_DATASETS = [d for d in JM_WIKI["datasets"] if dataset_on(d)]
 JM_BPTT = 35  # tutorial recipe; the uniform causal entropy bound 2.632 is for this window
 
-
-def jm_lm_log(dataset, n_layer, lr, seed):
-    return f"{JM}/wikitext/{dataset}/L{n_layer}_lr{lr:g}_s{seed}.csv"
-
+JM_LM_LOG = f"{JM}/wikitext/{{}}/L{{}}_lr{{:g}}_s{{}}.csv"  # dataset, layers, learning rate, seed
 
 JM_FIG6_LOGS = [
-    jm_lm_log(d, L, JM_WIKI["fig6"]["lr"], s)
+    JM_LM_LOG.format(d, L, JM_WIKI["fig6"]["lr"], s)
     for d in JM_WIKI_DATASETS
     for L in JM_WIKI["fig6"]["layers"]
     for s in JM_WIKI["seeds"]
 ]
 JM_FIG8_LOGS = [
-    jm_lm_log(d, JM_WIKI["fig8"]["n_layer"], lr, s)
+    JM_LM_LOG.format(d, JM_WIKI["fig8"]["n_layer"], lr, s)
     for d in JM_WIKI_DATASETS
     for lr in JM_WIKI["fig8"]["lrs"]
     for s in JM_WIKI["seeds"]
