@@ -55,3 +55,15 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory, shared_data):
+    """One smoke run of the whole default target, offline, with the real-data mirror, shared by every
+    workflow test module (tests/test_workflow*.py) that inspects its outputs: (workdir, env, result)."""
+    from wfutil import SMOKE, check_ok, copy_workflow, snakemake
+
+    work = copy_workflow(tmp_path_factory.mktemp("smoke") / "wf")
+    env = {"FEATLEARN_DATA_MIRROR": str(shared_data), "FEATLEARN_OFFLINE": "1"}
+    result = check_ok(snakemake(work, *SMOKE, env=env))
+    return work, env, result

@@ -8,25 +8,10 @@ import json
 import pytest
 
 from featlearn.claims import COLUMNS
-from wfutil import copy_workflow, overlay, snakemake
+from wfutil import SMOKE, check_ok, copy_workflow, overlay, snakemake, would_run, would_run_after_edit
 
 pytestmark = pytest.mark.workflow
 PAPERS = ("features", "scan_snap", "joma", "templates")
-SMOKE = ("--cores", "2", "--configfile", "config/smoke.yaml")
-
-
-def check_ok(result):
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result
-
-
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory, shared_data):
-    """One smoke run of the whole default target, offline, with the real-data mirror."""
-    work = copy_workflow(tmp_path_factory.mktemp("smoke") / "wf")
-    env = {"FEATLEARN_DATA_MIRROR": str(shared_data), "FEATLEARN_OFFLINE": "1"}
-    result = check_ok(snakemake(work, *SMOKE, env=env))
-    return work, env, result
 
 
 def test_smoke_run_builds_every_output(smoke_run):
@@ -79,7 +64,7 @@ def test_paper_target_and_report(smoke_run):
 
 def test_changed_data_code_reruns_data_jobs_only(smoke_run):
     work, env, _ = smoke_run
-    out = _would_run_after_edit(work, env, "data/parsers.py")
+    out = would_run_after_edit(work, env, "data/parsers.py")
     assert "data_prepare_classification" in out and "data_prepare_lm" in out
     assert "data_fetch" not in out  # raw downloads are never redone for a code change
     # jobs that read no data are not rerun; the WikiText models are (their input changes)
@@ -159,26 +144,10 @@ def test_scan_snap_smoke_outputs(smoke_run):
     assert (results / "benchmarks" / "scan_snap" / "syn_medium.tsv").is_file()
 
 
-def _would_run(work, env, *extra):
-    """The names of the rules that would run (stdout of a quiet dry run)."""
-    return check_ok(snakemake(work, *SMOKE, *extra, "-n", "--quiet", "rules", env=env)).stdout
-
-
-def _would_run_after_edit(work, env, module):
-    """The rules a dry run would schedule after a comment is appended to src/featlearn/<module>."""
-    path = work / "src" / "featlearn" / module
-    original = path.read_text()
-    try:
-        path.write_text(original + "\n# edited\n")
-        return _would_run(work, env)
-    finally:
-        path.write_text(original)
-
-
 def test_figure_style_change_reruns_only_figures(smoke_run):
     work, env, _ = smoke_run
     (work / "style.yaml").write_text("report:\n  dpi: 61\n")
-    out = _would_run(work, env, "style.yaml")
+    out = would_run(work, env, "style.yaml")
     assert "fig_scan_snap_4" in out and "data_summary" in out
     for compute in ("scan_snap_syn_small", "scan_snap_syn_medium", "scan_snap_theory", "data_prepare_classification"):
         assert compute not in out
@@ -186,7 +155,7 @@ def test_figure_style_change_reruns_only_figures(smoke_run):
 
 def test_paper_code_change_reruns_only_that_paper(smoke_run):
     work, env, _ = smoke_run
-    out = _would_run_after_edit(work, env, "scan_snap/figures.py")
+    out = would_run_after_edit(work, env, "scan_snap/figures.py")
     assert "fig_scan_snap_6" in out and "check_scan_snap_generator" in out
     assert "scan_snap_syn_medium" not in out and "data_prepare" not in out
 
@@ -208,7 +177,7 @@ def test_training_hyperparameter_change_reruns_only_its_runs(smoke_run):
 
     work, env, _ = smoke_run
     (work / "lr.yaml").write_text("joma:\n  wikitext:\n    fig8: {lrs: [1.0e-4, 2.0e-3]}\n")
-    out = _would_run(work, env, "lr.yaml")
+    out = would_run(work, env, "lr.yaml")
     assert re.search(r"^joma_wikitext\s+1\s*$", out, re.M), out
     assert "fig_joma_8" in out and "paper_claims" in out
     for cached in ("fig_joma_6", "joma_table1_cell", "joma_sim_softmax", "scan_snap_wikitext", "data_prepare"):

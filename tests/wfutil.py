@@ -51,3 +51,27 @@ def overlay(workdir: Path, name: str, datasets: dict[str, object] | None = None,
         config["papers"] = {p: False for p in ("features", "scan_snap", "joma", "templates")}
     (workdir / name).write_text(yaml.safe_dump(config))
     return name
+
+
+SMOKE = ("--cores", "2", "--configfile", "config/smoke.yaml")
+
+
+def check_ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+def would_run(work: Path, env: dict, *extra: str) -> str:
+    """The names of the rules that would run (stdout of a quiet dry run on the smoke config)."""
+    return check_ok(snakemake(work, *SMOKE, *extra, "-n", "--quiet", "rules", env=env)).stdout
+
+
+def would_run_after_edit(work: Path, env: dict, module: str) -> str:
+    """The rules a dry run would schedule after a comment is appended to src/featlearn/<module>."""
+    path = work / "src" / "featlearn" / module
+    original = path.read_text()
+    try:
+        path.write_text(original + "\n# edited\n")
+        return would_run(work, env)
+    finally:
+        path.write_text(original)

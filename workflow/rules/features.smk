@@ -13,6 +13,10 @@
 PAPER_TARGETS["features"] += []
 PAPER_CLAIMS["features"] += []
 
+# ---- classification models, extraction, theory (Figs. 2-4, 6, 8-13; Tables 3, 5, 6) ----
+
+# ---- language models (Figs. 5, 7) ----
+
 
 rule features:
     input:

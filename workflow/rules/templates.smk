@@ -13,6 +13,12 @@
 PAPER_TARGETS["templates"] += []
 PAPER_CLAIMS["templates"] += []
 
+# ---- sweeps of small trainings (Figs. 2c, 3c, 5, 8-23, 25) ----
+
+# ---- kernel theory (Sec. 3) ----
+
+# ---- GPT-2 (Figs. 6, 7, 24) ----
+
 
 rule templates:
     input:
