@@ -17,6 +17,65 @@ PAPER_CLAIMS["templates"] += []
 
 # ---- kernel theory (Sec. 3) ----
 
+# N matrices (Eq. 7), K_attn at beta = 0 and kernel ridge regression on unseen symbols: one cheap job.
+TK = f"{RESULTS}/templates"
+TK_CFG = config["templates"]["kernels"]
+TK_CODE = code_hash("templates/kernels.py", "templates/tasks.py")
+TK_PLOT = code_hash("templates/kernels_figures.py", "plotting.py", "claims.py")
+PAPER_TARGETS["templates"] += [f"{FIGURES}/templates/kernels.png"]
+PAPER_CLAIMS["templates"] += [f"{TK}/claims/kernels.csv"]
+
+
+rule templates_kernels:
+    output:
+        n_matrix=f"{TK}/kernel_n_matrix.csv",
+        beta0=f"{TK}/kernel_beta0.csv",
+        krr=f"{TK}/kernel_krr.csv",
+    log:
+        f"{LOGS}/templates/kernels.log",
+    benchmark:
+        f"{BENCH}/templates/kernels.tsv"
+    conda:
+        ENV
+    threads: TK_CFG["threads"]
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    params:
+        settings=json.dumps(
+            {k: v for k, v in TK_CFG.items() if k != "threads"}, sort_keys=True
+        ),
+        code=TK_CODE,
+    shell:
+        "python -m featlearn templates-kernels --settings {params.settings:q}"
+        " --threads {threads} --out {output.n_matrix} {output.beta0} {output.krr}"
+        " > {log} 2>&1"
+
+
+rule fig_templates_kernels:
+    input:
+        rules.templates_kernels.output.n_matrix,
+        rules.templates_kernels.output.beta0,
+        rules.templates_kernels.output.krr,
+    output:
+        png=report_figure("templates/kernels", "templates", "templates_kernels.rst"),
+        other=other_formats("templates/kernels"),
+        claims=f"{TK}/claims/kernels.csv",
+    log:
+        f"{LOGS}/templates/fig_kernels.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        scale=SCALE,
+        dpi=config["report"]["dpi"],
+        code=TK_PLOT,
+    shell:
+        "python -m featlearn templates-kernels-figure --tables {input}"
+        " --figures {output.png} {output.other} --claims {output.claims}"
+        " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
+
+
 # ---- GPT-2 (Figs. 6, 7, 24) ----
 
 

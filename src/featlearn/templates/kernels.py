@@ -293,3 +293,33 @@ def krr_table(settings: dict) -> pd.DataFrame:
                     )
                     rows.append({"task": task.name, "kernel": kernel, "n": int(n), "seed": seed, **res})
     return pd.DataFrame(rows)
+
+
+def write_tables(settings: dict, n_matrix_csv: str, beta0_csv: str, krr_csv: str) -> None:
+    """The three kernel tables of Sec. 3 from the ``templates.kernels`` settings: kernel constants (beta, gamma,
+    b1, b2), the N-matrix tasks with n_mc, batches and seed, beta0_n_mc, and ``krr`` (tasks, n, seeds, lam, n_mc,
+    n_test)."""
+    import sys
+    import time
+
+    from featlearn.io import atomic_open
+
+    def write(df: pd.DataFrame, path: str) -> None:
+        with atomic_open(path, newline="") as fh:
+            df.to_csv(fh, index=False, float_format="%.10g")
+
+    consts = {k: settings[k] for k in ("beta", "gamma", "b1", "b2")}
+    t0 = time.perf_counter()
+    nm = n_matrix_table({**consts, "tasks": settings["tasks"], "kernels": ["mlp", "attn", "trans"], "n_mc": settings["n_mc"],
+                         "batches": settings["batches"], "seed": settings["seed"]})
+    print(f"[templates kernels] N matrices of {len(settings['tasks'])} tasks in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
+    print(nm.to_string(index=False), file=sys.stderr, flush=True)
+    b0 = beta0_table({"tasks": settings["tasks"], "gamma": settings["gamma"], "n_mc": settings["beta0_n_mc"], "seed": settings["seed"]})
+    kr = settings["krr"]
+    t0 = time.perf_counter()
+    krr = krr_table({**consts, **{k: kr[k] for k in ("tasks", "n", "seeds", "lam", "n_mc", "n_test")}, "kernels": ["mlp", "trans"]})
+    print(f"[templates kernels] kernel ridge regression: {len(krr)} fits in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
+    print(krr.groupby(["task", "kernel", "n"])["test_mse"].mean().to_string(), file=sys.stderr, flush=True)
+    write(nm, n_matrix_csv)
+    write(b0, beta0_csv)
+    write(krr, krr_csv)
