@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     from featlearn.templates.kernels_cli import register as register_templates_kernels
 
     register_templates_kernels(sub)
+    from featlearn.features.lm_cli import register as register_features_lm
+
+    register_features_lm(sub)
     return parser
 
 

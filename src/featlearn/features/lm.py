@@ -1,0 +1,287 @@
+"""Language models as classifiers over the vocabulary (Sun, Li, Lu 2023, Sec. 5.1 and App. C.1; Figs. 5, 7).
+
+A language model's output before the softmax is a label score for every token of the vocabulary. For
+each of the ``n_frequent`` most frequent tokens of the training split, the token is fed alone and the
+next-token logits of its top-k and bottom-k co-occurring tokens are read ([P]: k = 30 for the word
+models on PTB and WikiText-2, k = 5 for the character GPT on Tiny Shakespeare).
+
+Co-occurrence of (a, b) = the number of times b directly follows a in the training stream (bigram count).
+- top-k of a: the k tokens with the largest count after a (ties: lower token id first);
+- bottom-k of a [D]: among the other tokens that follow a at least once, the k with the smallest count;
+  ties (many tokens follow a only once) go to the tokens that are most frequent overall, so the bottom
+  group is not simply the rarest tokens of the vocabulary and the comparison measures co-occurrence
+  rather than overall frequency. Tokens never seen after a are not candidates: for a large vocabulary
+  nearly all of them tie at zero and a pick among them would be arbitrary.
+
+Models: Fig. 7 is the PyTorch-tutorial transformer of ``featlearn.lm`` (2 layers, 2 heads, d 200, ffn 200,
+dropout 0.2, bptt 35, batch 20, SGD lr 5 with clipping 0.5; [P] App. C.1 and [C] the tutorial it cites),
+with a causal mask. Fig. 5 is the character GPT of ``featlearn.features.gpt`` trained as nanoGPT's
+quick start does ([C]: AdamW betas (0.9, 0.99), weight decay 0.1 on matrices, linear warm-up then cosine
+decay to ``min_lr``, gradient clipping 1.0, random windows of ``block_size`` characters).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from featlearn.io import atomic_open, atomic_path, load_tensor
+
+LOGIT_COLUMNS = ("dataset", "token_rank", "token_id", "token", "token_count", "group", "target_id", "target", "cooccurrence", "logit")
+
+
+# --- co-occurrence ---------------------------------------------------------------------------------
+
+
+def frequent_tokens(ids: torch.Tensor, vocab_size: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n`` most frequent token ids of a stream (ties: lower id first) and every token's count."""
+    if ids.dim() != 1 or ids.numel() < 2:
+        raise ValueError(f"expected a 1-d token stream of at least 2 tokens, got shape {tuple(ids.shape)}")
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    counts = np.bincount(ids.numpy(), minlength=vocab_size)
+    if len(counts) > vocab_size:
+        raise ValueError(f"token id {len(counts) - 1} is outside the vocabulary of {vocab_size}")
+    present = np.flatnonzero(counts)
+    order = present[np.lexsort((present, -counts[present]))]
+    return order[:n], counts
+
+
+def follower_counts(ids: torch.Tensor, token: int, vocab_size: int) -> np.ndarray:
+    """count[b] = number of positions i with ids[i] == token and ids[i + 1] == b."""
+    s = ids.numpy()
+    return np.bincount(s[1:][s[:-1] == token], minlength=vocab_size)
+
+
+def rank_followers(counts: np.ndarray, unigram: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(top-k, bottom-k) token ids by co-occurrence count, as defined in the module docstring.
+
+    The two groups never overlap: with fewer than 2k observed followers the bottom group holds the
+    followers left after the top group (possibly fewer than k, possibly none).
+    """
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    if counts.shape != unigram.shape:
+        raise ValueError(f"counts {counts.shape} and unigram {unigram.shape} differ in shape")
+    observed = np.flatnonzero(counts)
+    top = observed[np.lexsort((observed, -counts[observed]))][:k]
+    rest = np.setdiff1d(observed, top)
+    bottom = rest[np.lexsort((rest, -unigram[rest], counts[rest]))][:k]
+    return top, bottom
+
+
+@torch.no_grad()
+def single_token_logits(model_fn: Callable[[torch.Tensor], torch.Tensor], tokens, device: str | torch.device = "cpu") -> torch.Tensor:
+    """Next-token logits [n, vocab] of each token fed alone (a batch of length-1 sequences)."""
+    idx = torch.as_tensor(np.asarray(tokens), dtype=torch.long, device=device).view(-1, 1)
+    return model_fn(idx)[:, 0, :].float().cpu()
+
+
+def cooccurrence_logits(model_fn, train_ids: torch.Tensor, vocab: list[str], n_frequent: int, k: int, dataset: str, device="cpu") -> pd.DataFrame:
+    """The long table of Figs. 5/7: one row per (frequent token, group, target) with the model's logit."""
+    V = len(vocab)
+    tokens, unigram = frequent_tokens(train_ids, V, n_frequent)
+    logits = single_token_logits(model_fn, tokens, device).numpy()
+    rows = []
+    for rank, (tok, row) in enumerate(zip(tokens, logits)):
+        counts = follower_counts(train_ids, int(tok), V)
+        for group, ids in zip(("top", "bottom"), rank_followers(counts, unigram, k)):
+            for b in ids:
+                rows.append((dataset, rank, int(tok), vocab[tok], int(unigram[tok]), group, int(b), vocab[b], int(counts[b]), float(row[b])))
+    return pd.DataFrame(rows, columns=LOGIT_COLUMNS)
+
+
+def write_table(df: pd.DataFrame, path: str | os.PathLike) -> None:
+    with atomic_open(path, newline="") as fh:
+        df.to_csv(fh, index=False, float_format="%.7g")
+
+
+def read_vocab(path: str | os.PathLike) -> list[str]:
+    from featlearn.data.prepare import read_vocab as _read
+
+    return _read(path)
+
+
+def _log(tag: str, msg: str) -> None:
+    print(f"[features-lm{tag}] {msg}", file=sys.stderr, flush=True)
+
+
+# --- Fig. 7: the tutorial transformer on PTB / WikiText-2 ----------------------------------------------
+
+WORD_MODEL_KEYS = ("n_layer", "n_head", "d_model", "d_ff", "dropout", "lr", "clip", "batch_size", "bptt", "iterations", "log_every", "checkpoint_every", "val_windows", "seed")
+
+
+def word_run(settings: dict, dataset: str, train_pt: str, valid_pt: str, vocab_json: str, out_log: str, out_logits: str, work_dir: str, device: str) -> None:
+    """Train the tutorial transformer (resumable, ``featlearn.lm``) and write its log and the logit table."""
+    from featlearn.lm.train import LMRun, train_lm
+
+    tag = f" {dataset}"
+    _log(tag, f"settings {settings}")
+    vocab = read_vocab(vocab_json)
+    train_ids, valid_ids = load_tensor(train_pt), load_tensor(valid_pt)
+    run = LMRun(optimizer="sgd", **{k: settings[k] for k in WORD_MODEL_KEYS})
+    out = train_lm(run, train_ids, valid_ids, len(vocab), work_dir, device=device, tag=tag)
+    model = out["model"].eval()
+    table = cooccurrence_logits(lambda idx: model(idx)[0], train_ids, vocab, settings["n_frequent"], settings["top_k"], dataset, device)
+    log = out["log"]
+    log = log[log["metric"].isin(["train_loss", "val_loss"])][["step", "metric", "value"]]
+    log.insert(0, "dataset", dataset)
+    write_table(log, out_log)
+    write_table(table, out_logits)
+    _log(tag, f"wrote {out_log} and {out_logits}")
+
+
+# --- Fig. 5: the character GPT on Tiny Shakespeare ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CharRun:
+    n_layer: int = 6
+    n_head: int = 6
+    n_embd: int = 384
+    block_size: int = 256
+    dropout: float = 0.2
+    batch_size: int = 64
+    lr: float = 1e-3
+    min_lr: float = 1e-4
+    warmup: int = 100
+    lr_decay_iters: int = 5000
+    weight_decay: float = 0.1
+    beta2: float = 0.99
+    grad_clip: float = 1.0
+    iterations: int = 2000
+    eval_every: int = 250
+    eval_batches: int = 200
+    checkpoint_every: int = 250
+    seed: int = 1
+
+
+def learning_rate(step: int, run: CharRun) -> float:
+    """Linear warm-up over ``warmup`` steps, cosine decay to ``min_lr`` at ``lr_decay_iters``, then flat."""
+    if step <= run.warmup:
+        return run.lr * step / max(run.warmup, 1)
+    if step >= run.lr_decay_iters:
+        return run.min_lr
+    ratio = (step - run.warmup) / max(run.lr_decay_iters - run.warmup, 1)
+    return run.min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (run.lr - run.min_lr)
+
+
+def random_windows(ids: torch.Tensor, block: int, batch: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """``batch`` random windows of ``block`` tokens and their next-token targets."""
+    if ids.numel() < block + 2:
+        raise ValueError(f"a stream of {ids.numel()} tokens is too short for windows of {block}")
+    start = torch.randint(ids.numel() - block - 1, (batch,), generator=gen)
+    offsets = torch.arange(block)
+    return ids[start[:, None] + offsets], ids[start[:, None] + offsets + 1]
+
+
+def _optimizer(model, run: CharRun) -> torch.optim.Optimizer:
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": run.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=run.lr, betas=(0.9, run.beta2))
+
+
+@torch.no_grad()
+def _val_loss(model, valid: torch.Tensor, run: CharRun, device) -> float:
+    """Mean loss on ``eval_batches`` fixed validation batches (the same windows at every evaluation)."""
+    model.eval()
+    gen = torch.Generator().manual_seed(run.seed + 1)
+    losses = []
+    for _ in range(run.eval_batches):
+        x, y = random_windows(valid, run.block_size, run.batch_size, gen)
+        logits = model(x.to(device))
+        losses.append(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.to(device).reshape(-1)).item())
+    model.train()
+    return float(np.mean(losses))
+
+
+def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab: int, work_dir: str | os.PathLike, device: str = "cpu", tag: str = ""):
+    """Train the character GPT; returns (model, long log of step/metric/value).
+
+    A resume checkpoint (model, optimiser, both random states, log) is written atomically every
+    ``checkpoint_every`` iterations, so a killed job continues from there when rerun; on CPU the result
+    equals an uninterrupted run.
+    """
+    from featlearn.features.gpt import GPT, GPTConfig
+
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    resume = work / "resume.pt"
+    dev = torch.device(device)
+    torch.manual_seed(run.seed)
+    model = GPT(GPTConfig(vocab, run.block_size, run.n_layer, run.n_head, run.n_embd, run.dropout)).to(dev)
+    opt = _optimizer(model, run)
+    gen = torch.Generator().manual_seed(run.seed)
+    rows: list[dict] = []
+    start = 0
+    if resume.exists():
+        state = torch.load(resume, weights_only=True, map_location=dev)
+        if state["run"] != asdict(run):
+            raise RuntimeError(f"{resume} belongs to different settings; delete it to start afresh")
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["rng"])
+        gen.set_state(state["gen"])
+        start, rows = state["step"], state["rows"]
+        _log(tag, f"resuming at iteration {start} from {resume}")
+
+    def record(step: int, train_loss: float | None) -> None:
+        val = _val_loss(model, valid_ids, run, dev)
+        rows.append({"step": step, "metric": "val_loss", "value": val})
+        if train_loss is not None:
+            rows.append({"step": step, "metric": "train_loss", "value": train_loss})
+        _log(tag, f"iteration {step}/{run.iterations} val loss {val:.3f}")
+
+    t0 = time.perf_counter()
+    if start == 0:
+        record(0, None)
+    model.train()
+    running, seen = 0.0, 0
+    for step in range(start + 1, run.iterations + 1):
+        for group in opt.param_groups:
+            group["lr"] = learning_rate(step, run)
+        x, y = random_windows(train_ids, run.block_size, run.batch_size, gen)
+        logits = model(x.to(dev))
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.to(dev).reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), run.grad_clip)
+        opt.step()
+        running, seen = running + loss.item(), seen + 1
+        if step % run.eval_every == 0 or step == run.iterations:
+            record(step, running / seen)
+            running, seen = 0.0, 0
+        if step % run.checkpoint_every == 0 and step < run.iterations:
+            with atomic_path(resume) as tmp:
+                torch.save({"run": asdict(run), "step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
+                            "rng": torch.get_rng_state(), "gen": gen.get_state(), "rows": rows}, tmp)
+    resume.unlink(missing_ok=True)  # finished: the tables are the result
+    _log(tag, f"done: {run.iterations - start} iterations in {time.perf_counter() - t0:.0f}s")
+    return model, pd.DataFrame(rows, columns=["step", "metric", "value"])
+
+
+def char_run(settings: dict, dataset: str, train_pt: str, valid_pt: str, vocab_json: str, out_log: str, out_logits: str, work_dir: str, device: str) -> None:
+    """Train the character GPT and write its log and the logit table."""
+    tag = f" {dataset}"
+    _log(tag, f"settings {settings}")
+    vocab = read_vocab(vocab_json)
+    train_ids, valid_ids = load_tensor(train_pt), load_tensor(valid_pt)
+    run = CharRun(**{k: v for k, v in settings.items() if k in CharRun.__dataclass_fields__})
+    model, log = train_char_gpt(run, train_ids, valid_ids, len(vocab), work_dir, device=device, tag=tag)
+    model.eval()
+    table = cooccurrence_logits(model, train_ids, vocab, settings["n_frequent"], settings["top_k"], dataset, device)
+    log.insert(0, "dataset", dataset)
+    write_table(log, out_log)
+    write_table(table, out_logits)
+    _log(tag, f"wrote {out_log} and {out_logits}")

@@ -1,0 +1,100 @@
+"""Figs. 5 and 7 of the features paper (next-token logits of top-k vs bottom-k co-occurring tokens) and
+claim 9, from the tables written by ``featlearn.features.lm``.
+
+Claim 9 (per dataset): for at least 90% of the frequent tokens (18 of the paper's 20) the mean logit of
+the top-k co-occurring next tokens exceeds the mean logit of the bottom-k ones.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from featlearn.claims import Claim, check
+from featlearn.plotting import save_figure, set_style
+
+PAPER = "features"
+MIN_FRACTION = 0.9  # [P] claim 9: 18 of 20 tokens
+TITLES = {"ptb": "PTB", "wikitext2": "WikiText-2", "tinyshakespeare": "Tiny Shakespeare"}
+COLORS = {"top": "tab:blue", "bottom": "tab:red"}  # [P] Fig. 5: majorly co-occurring in blue
+
+
+def read_tables(paths: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(logit tables, training logs), told apart by their columns. Token strings are kept verbatim
+    (no NA parsing: "null" or "NA" are tokens)."""
+    logits, logs = [], []
+    for p in paths:
+        df = pd.read_csv(p, keep_default_na=False, na_filter=False)
+        if "logit" in df.columns:
+            logits.append(df)
+        elif "metric" in df.columns:
+            logs.append(df)
+        else:
+            raise ValueError(f"{p}: neither a logit table nor a training log (columns {list(df.columns)})")
+    if not logits:
+        raise ValueError("no logit table among the inputs")
+    return pd.concat(logits, ignore_index=True), pd.concat(logs, ignore_index=True) if logs else pd.DataFrame()
+
+
+def token_gaps(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, frequent token): mean top-k logit, mean bottom-k logit, their difference, and whether
+    top > bottom (a token with an empty group counts as not separated)."""
+    means = df.groupby(["dataset", "token_rank", "token", "group"])["logit"].mean().unstack("group")
+    means = means.reindex(columns=["top", "bottom"])
+    means["gap"] = means["top"] - means["bottom"]
+    means["top_higher"] = means["gap"] > 0  # NaN compares False
+    return means.reset_index()
+
+
+def cooccurrence_claims(df: pd.DataFrame, figure: str, scale: str) -> list[Claim]:
+    gaps = token_gaps(df)
+    claims = []
+    for ds, g in gaps.groupby("dataset", sort=True):
+        n = len(g)
+        k = int(df[(df["dataset"] == ds) & (df["group"] == "top")].groupby("token_rank").size().max())
+        need = math.ceil(MIN_FRACTION * n)
+        claims.append(check(PAPER, f"9_{ds}", figure,
+                            f"for at least {need} of the {n} most frequent tokens fed alone, the mean next-token logit of the top-{k} "
+                            f"co-occurring tokens exceeds that of the bottom-{k} ({TITLES.get(ds, ds)})",
+                            "frequent tokens with mean top-k logit > mean bottom-k logit", int(g["top_higher"].sum()), ">=", need, scale))
+    return claims
+
+
+def display_token(tok: str) -> str:
+    return {"\n": "\\n", " ": "space", "\t": "\\t"}.get(tok, tok)
+
+
+def lm_figure(figure: str, tables: list[str], figures: list[str], scale: str, dpi: int) -> list[Claim]:
+    """One panel per dataset: per frequent token, the logits of its top-k (blue) and bottom-k (red)
+    co-occurring next tokens. Returns claim 9 for each dataset."""
+    df, logs = read_tables(tables)
+    datasets = [d for d in ("ptb", "wikitext2", "tinyshakespeare") if d in set(df["dataset"])]
+    datasets += sorted(set(df["dataset"]) - set(datasets))
+    gaps = token_gaps(df)
+    set_style()
+    fig, axes = plt.subplots(len(datasets), 1, figsize=(11, 3.6 * len(datasets)), layout="constrained", squeeze=False)
+    for ax, ds in zip(axes[:, 0], datasets):
+        sub = df[df["dataset"] == ds].sort_values(["token_rank", "group"]).copy()
+        sub["token"] = sub["token"].map(display_token)
+        order = list(dict.fromkeys(sub.sort_values("token_rank")["token"]))
+        k = int(sub[sub["group"] == "top"].groupby("token_rank").size().max())
+        sub["next token"] = sub["group"].map({"top": f"top-{k} co-occurring", "bottom": f"bottom-{k} co-occurring"})
+        palette = {f"top-{k} co-occurring": COLORS["top"], f"bottom-{k} co-occurring": COLORS["bottom"]}
+        sns.boxplot(data=sub, x="token", y="logit", hue="next token", order=order, palette=palette, ax=ax, fliersize=1.5, linewidth=0.8)
+        g = gaps[gaps["dataset"] == ds]
+        title = f"{TITLES.get(ds, ds)}: {int(g['top_higher'].sum())}/{len(g)} frequent tokens with mean top-{k} logit > mean bottom-{k}"
+        if not logs.empty and ds in set(logs["dataset"]):
+            val = logs[(logs["dataset"] == ds) & (logs["metric"] == "val_loss")].sort_values("step")
+            title += f"; final val loss {val['value'].iloc[-1]:.2f} after {int(val['step'].iloc[-1])} iterations"
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("frequent token fed alone (most frequent first)" if ds != "tinyshakespeare" else "frequent character fed alone (most frequent first)")
+        ax.set_ylabel("next-token logit (label score)")
+        ax.tick_params(axis="x", rotation=60 if ds != "tinyshakespeare" else 0, labelsize=8)
+        ax.legend(fontsize=8, loc="best")
+    what = "character GPT" if figure == "5" else "2-layer transformer LM"
+    fig.suptitle(f"Sun et al. Fig. {figure}: {what}, logits of majorly vs rarely co-occurring next tokens (scale: {scale})")
+    save_figure(fig, *figures, dpi=dpi)
+    return cooccurrence_claims(df, f"Fig. {figure}", scale)
