@@ -64,7 +64,8 @@ def cooccurrence_claims(df: pd.DataFrame, figure: str, scale: str) -> list[Claim
 
 
 def display_token(tok: str) -> str:
-    return {"\n": "\\n", " ": "space", "\t": "\\t"}.get(tok, tok)
+    """A tick label for a token: whitespace named, "$" escaped (matplotlib reads $...$ as math)."""
+    return {"\n": "\\n", " ": "space", "\t": "\\t"}.get(tok, tok).replace("$", r"\$")
 
 
 def lm_figure(figure: str, tables: list[str], figures: list[str], scale: str, dpi: int) -> list[Claim]:
@@ -83,7 +84,8 @@ def lm_figure(figure: str, tables: list[str], figures: list[str], scale: str, dp
         k = int(sub[sub["group"] == "top"].groupby("token_rank").size().max())
         sub["next token"] = sub["group"].map({"top": f"top-{k} co-occurring", "bottom": f"bottom-{k} co-occurring"})
         palette = {f"top-{k} co-occurring": COLORS["top"], f"bottom-{k} co-occurring": COLORS["bottom"]}
-        sns.boxplot(data=sub, x="token", y="logit", hue="next token", order=order, palette=palette, ax=ax, fliersize=1.5, linewidth=0.8)
+        sns.boxplot(data=sub, x="token", y="logit", hue="next token", order=order, hue_order=list(palette), palette=palette, ax=ax,
+                    fliersize=1.5, linewidth=0.8)
         g = gaps[gaps["dataset"] == ds]
         title = f"{TITLES.get(ds, ds)}: {int(g['top_higher'].sum())}/{len(g)} frequent tokens with mean top-{k} logit > mean bottom-{k}"
         if not logs.empty and ds in set(logs["dataset"]):
