@@ -209,7 +209,7 @@ def _val_loss(model, valid: torch.Tensor, run: CharRun, device) -> float:
 def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab: int, work_dir: str | os.PathLike, device: str = "cpu", tag: str = ""):
     """Train the character GPT; returns (model, long log of step/metric/value).
 
-    A resume checkpoint (model, optimiser, both random states, log) is written atomically every
+    A resume checkpoint (model, optimiser, both random states, log, running training loss) is written atomically every
     ``checkpoint_every`` iterations, so a killed job continues from there when rerun; on CPU the result
     equals an uninterrupted run.
     """
@@ -224,7 +224,7 @@ def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tenso
     opt = _optimizer(model, run)
     gen = torch.Generator().manual_seed(run.seed)
     rows: list[dict] = []
-    start = 0
+    start, running, seen = 0, 0.0, 0  # running: sum of the training losses since the last evaluation
     if resume.exists():
         state = torch.load(resume, weights_only=True, map_location=dev)
         if state["run"] != asdict(run):
@@ -233,7 +233,7 @@ def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tenso
         opt.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["rng"])
         gen.set_state(state["gen"])
-        start, rows = state["step"], state["rows"]
+        start, rows, running, seen = state["step"], state["rows"], state["running"], state["seen"]
         _log(tag, f"resuming at iteration {start} from {resume}")
 
     def record(step: int, train_loss: float | None) -> None:
@@ -247,7 +247,6 @@ def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tenso
     if start == 0:
         record(0, None)
     model.train()
-    running, seen = 0.0, 0
     for step in range(start + 1, run.iterations + 1):
         for group in opt.param_groups:
             group["lr"] = learning_rate(step, run)
@@ -265,7 +264,7 @@ def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tenso
         if step % run.checkpoint_every == 0 and step < run.iterations:
             with atomic_path(resume) as tmp:
                 torch.save({"run": asdict(run), "step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                            "rng": torch.get_rng_state(), "gen": gen.get_state(), "rows": rows}, tmp)
+                            "rng": torch.get_rng_state(), "gen": gen.get_state(), "rows": rows, "running": running, "seen": seen}, tmp)
     resume.unlink(missing_ok=True)  # finished: the tables are the result
     _log(tag, f"done: {run.iterations - start} iterations in {time.perf_counter() - t0:.0f}s")
     return model, pd.DataFrame(rows, columns=["step", "metric", "value"])
