@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     from featlearn.templates.kernels_cli import register as register_templates_kernels
 
     register_templates_kernels(sub)
+    from featlearn.templates.gpt2_cli import register as register_templates_gpt2
+
+    register_templates_gpt2(sub)
     from featlearn.features.lm_cli import register as register_features_lm
 
     register_features_lm(sub)

@@ -78,6 +78,238 @@ rule fig_templates_kernels:
 
 # ---- GPT-2 (Figs. 6, 7, 24) ----
 
+from featlearn.templates.gpt2_checkpoints import available as gpt2_available
+
+TG = f"{RESULTS}/templates"
+TG_CFG = config["templates"]["gpt2"]
+TG_LM_CODE = code_hash("templates/gpt2.py", "templates/gpt2_checkpoints.py")
+TG_T5_CODE = code_hash(
+    "templates/gpt2.py", "templates/gpt2_checkpoints.py", "templates/tasks.py"
+)
+TG_PLOT = code_hash("templates/gpt2_figures.py", "plotting.py", "claims.py")
+TG_GPU = 1 if config["device"] != "cpu" else 0
+
+# Fig. 6: GPT-2 from scratch on WikiText, one job per (dataset, variant).
+TG_WIKI = TG_CFG["wikitext"]
+TG_WIKI_DATASETS = [d for d in TG_WIKI["datasets"] if dataset_on(d)]
+TG_WIKI_LOGS = [
+    f"{TG}/gpt2_wikitext/{d}/{v}.csv"
+    for d in TG_WIKI_DATASETS
+    for v in ("vanilla", "identity")
+]
+if TG_WIKI_DATASETS:
+    PAPER_TARGETS["templates"] += [f"{FIGURES}/templates/fig6.png", f"{TG}/fig6.md"]
+    PAPER_CLAIMS["templates"] += [f"{TG}/claims/6.csv"]
+else:
+    SKIPPED["templates Fig. 6"] = (
+        f"none of the WikiText datasets {TG_WIKI['datasets']} is available"
+    )
+
+# Figs. 7 and 24: public checkpoints that are cached or downloadable.
+TG_PRE = TG_CFG["pretrained"]
+TG_CKPTS, _tg_skipped = pretrained_checkpoints(
+    TG_PRE, config["data"]["offline"], available=gpt2_available
+)
+if TG_PRE["enabled"] is False:
+    _tg_skipped = ["templates.gpt2.pretrained.enabled is false"]
+TG_FIG7 = [(m, r) for m, r in TG_CKPTS if m == TG_PRE["fig7_model"]][:1]
+TG_T5 = f"{TG}/gpt2_t5/{{}}/{{}}_{{}}.csv"  # model, revision, init
+if not TG_CKPTS:
+    SKIPPED["templates Figs. 7, 24"] = (
+        f"no GPT-2 checkpoint is usable: {_tg_skipped[0]}"
+    )
+else:
+    PAPER_TARGETS["templates"] += [f"{FIGURES}/templates/fig24.png"]
+    if _tg_skipped:
+        SKIPPED["templates Fig. 24 checkpoints"] = (
+            f"{len(_tg_skipped)} of {len(_tg_skipped) + len(TG_CKPTS)} GPT-2 checkpoints"
+            f" left out; first: {_tg_skipped[0]}"
+        )
+if TG_FIG7:
+    PAPER_TARGETS["templates"] += [f"{FIGURES}/templates/fig7.png"]
+elif TG_CKPTS:
+    SKIPPED["templates Fig. 7"] = (
+        f"{TG_PRE['fig7_model']} is not among the usable GPT-2 checkpoints"
+    )
+
+
+rule templates_gpt2_wikitext:
+    input:
+        train=prepared("{dataset}", "train.pt"),
+        valid=prepared("{dataset}", "valid.pt"),
+        vocab=prepared("{dataset}", "vocab.json"),
+    output:
+        f"{TG}/gpt2_wikitext/{{dataset}}/{{variant}}.csv",
+    log:
+        f"{LOGS}/templates/gpt2_wikitext/{{dataset}}/{{variant}}.log",
+    benchmark:
+        f"{BENCH}/templates/gpt2_wikitext/{{dataset}}/{{variant}}.tsv"
+    wildcard_constraints:
+        dataset="wikitext2|wikitext103",
+        variant="vanilla|identity",
+    conda:
+        ENV
+    threads: TG_WIKI["threads"]
+    resources:
+        mem_mb=TG_WIKI["mem_mb"],
+        runtime=120,
+        gpu=TG_GPU,
+    params:
+        settings=json.dumps(
+            {
+                k: v
+                for k, v in TG_WIKI.items()
+                if k not in ("datasets", "threads", "mem_mb")
+            },
+            sort_keys=True,
+        ),
+        work_dir=lambda wc: f"{TG}/gpt2_wikitext/{wc.dataset}/{wc.variant}.resume",
+        device=config["device"],
+        code=TG_LM_CODE,
+    shell:
+        "python -m featlearn templates-gpt2 --experiment wikitext --variant {wildcards.variant}"
+        " --settings {params.settings:q} --threads {threads} --device {params.device}"
+        " --inputs {input.train} {input.valid} {input.vocab} --work-dir {params.work_dir}"
+        " --out {output} > {log} 2>&1"
+
+
+rule fig_templates_6:
+    input:
+        TG_WIKI_LOGS,
+    output:
+        png=report_figure("templates/fig6", "templates", "templates_fig6.rst"),
+        other=other_formats("templates/fig6"),
+        csv=f"{TG}/fig6.csv",
+        md=report(
+            f"{TG}/fig6.md",
+            caption="../report/templates_fig6.rst",
+            category="templates",
+        ),
+        claims=f"{TG}/claims/6.csv",
+    log:
+        f"{LOGS}/templates/fig6.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        scale=SCALE,
+        dpi=config["report"]["dpi"],
+        code=TG_PLOT,
+    shell:
+        "python -m featlearn templates-gpt2-figure --figure 6 --tables {input}"
+        " --figures {output.png} {output.other} {output.csv} {output.md}"
+        " --claims {output.claims} --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
+
+
+rule templates_gpt2_finetune:
+    output:
+        f"{TG}/gpt2_t5/{{model}}/{{revision}}_{{init}}.csv",
+    log:
+        f"{LOGS}/templates/gpt2_t5/{{model}}/{{revision}}_{{init}}.log",
+    benchmark:
+        f"{BENCH}/templates/gpt2_t5/{{model}}/{{revision}}_{{init}}.tsv"
+    wildcard_constraints:
+        model="gpt2|gpt2-medium|gpt2-large",
+        revision=r"[A-Za-z0-9.-]+",
+        init="pretrained|scratch",
+    conda:
+        ENV
+    threads: TG_PRE["threads"]
+    resources:
+        mem_mb=TG_PRE["mem_mb"],
+        runtime=240,
+        gpu=TG_GPU,
+    params:
+        settings=lambda wc: json.dumps(
+            {
+                k: TG_PRE[k]
+                for k in ("cache_dir", "n", "seeds", "lr", "batch", "epochs")
+            }
+            | {"revision": wc.revision, "offline": config["data"]["offline"]},
+            sort_keys=True,
+        ),
+        device=config["device"],
+        code=TG_T5_CODE,
+    shell:
+        "python -m featlearn templates-gpt2 --experiment finetune --model {wildcards.model}"
+        " --init {wildcards.init} --settings {params.settings:q} --threads {threads}"
+        " --device {params.device} --out {output} > {log} 2>&1"
+
+
+rule templates_gpt2_heads:
+    output:
+        f"{TG}/gpt2_heads/{{model}}/{{revision}}.csv",
+    log:
+        f"{LOGS}/templates/gpt2_heads/{{model}}/{{revision}}.log",
+    benchmark:
+        f"{BENCH}/templates/gpt2_heads/{{model}}/{{revision}}.tsv"
+    wildcard_constraints:
+        model="gpt2|gpt2-medium|gpt2-large",
+        revision=r"[A-Za-z0-9._-]+",
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=TG_PRE["mem_mb"],
+        runtime=20,
+    params:
+        settings=lambda wc: json.dumps(
+            TG_PRE["heads"]
+            | {
+                "cache_dir": TG_PRE["cache_dir"],
+                "revision": wc.revision,
+                "offline": config["data"]["offline"],
+            },
+            sort_keys=True,
+        ),
+        code=TG_T5_CODE,
+    shell:
+        "python -m featlearn templates-gpt2 --experiment heads --model {wildcards.model}"
+        " --settings {params.settings:q} --out {output} > {log} 2>&1"
+
+
+rule fig_templates_7:
+    input:
+        [TG_T5.format(m, r, i) for m, r in TG_FIG7 for i in ("pretrained", "scratch")],
+        [f"{TG}/gpt2_heads/{m}/{r}.csv" for m, r in TG_FIG7],
+    output:
+        png=report_figure("templates/fig7", "templates", "templates_fig7.rst"),
+        other=other_formats("templates/fig7"),
+    log:
+        f"{LOGS}/templates/fig7.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        scale=SCALE,
+        dpi=config["report"]["dpi"],
+        code=TG_PLOT,
+    shell:
+        "python -m featlearn templates-gpt2-figure --figure 7 --tables {input}"
+        " --figures {output.png} {output.other} --scale {params.scale} --dpi {params.dpi}"
+        " > {log} 2>&1"
+
+
+rule fig_templates_24:
+    input:
+        [TG_T5.format(m, r, "pretrained") for m, r in TG_CKPTS],
+    output:
+        png=report_figure("templates/fig24", "templates", "templates_fig24.rst"),
+        other=other_formats("templates/fig24"),
+    log:
+        f"{LOGS}/templates/fig24.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        scale=SCALE,
+        dpi=config["report"]["dpi"],
+        code=TG_PLOT,
+    shell:
+        "python -m featlearn templates-gpt2-figure --figure 24 --tables {input}"
+        " --figures {output.png} {output.other} --scale {params.scale} --dpi {params.dpi}"
+        " > {log} 2>&1"
+
 
 rule templates:
     input:

@@ -1,0 +1,137 @@
+"""GPT-2 figures of the templates paper: Fig. 6 (table: WikiText perplexity, vanilla vs identity scalings, with
+claim 12), Fig. 7 (pretrained vs from-scratch GPT-2 fine-tuned on T5; heatmaps of pretrained heads) and Fig. 24
+(pretrained GPT-2 of three sizes on T5). Reads only the tables of ``featlearn.templates.gpt2``."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from featlearn.claims import Claim, check
+from featlearn.io import atomic_open, write_text
+from featlearn.plotting import save_figure, set_style
+
+PAPER = "templates"
+
+# Fig. 6 of the paper [P]: validation perplexity of GPT-2 (117M, BPE) trained from scratch, 20 epochs
+PAPER_FIG6 = {"wikitext2": (64.00, 60.46), "wikitext103": (16.83, 16.40)}  # (vanilla, + identity scalings)
+DATASET_LABELS = {"wikitext2": "WikiText-2", "wikitext103": "WikiText-103"}
+VARIANT_LABELS = {"vanilla": "GPT-2", "identity": "GPT-2 + trainable identity scalings"}
+
+
+def read_lm_logs(paths: list[str]) -> pd.DataFrame:
+    """The WikiText logs of Fig. 6, each file results/.../<dataset>/<variant>.csv, with a dataset column."""
+    frames = []
+    for p in paths:
+        df = pd.read_csv(p)
+        df["dataset"] = p.replace("\\", "/").split("/")[-2]
+        frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
+    df["final"] = df["final"].astype(str).str.lower() == "true"
+    return df
+
+
+def fig6_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per dataset: final validation perplexity of both variants next to the paper's values."""
+    fin = df[df["final"] & (df["metric"] == "val_ppl")]
+    rows = []
+    for dataset, sub in fin.groupby("dataset", sort=False):
+        v = sub.set_index("variant")
+        missing = {"vanilla", "identity"} - set(v.index)
+        if missing:
+            raise ValueError(f"Fig. 6 on {dataset}: no final perplexity of {sorted(missing)}")
+        paper = PAPER_FIG6.get(dataset, (np.nan, np.nan))
+        rows.append({"dataset": dataset, "vanilla_ppl": float(v.loc["vanilla", "value"]), "identity_ppl": float(v.loc["identity", "value"]),
+                     "paper_vanilla_ppl": paper[0], "paper_identity_ppl": paper[1], "steps": int(v.loc["vanilla", "step"]),
+                     "parameters_vanilla": int(v.loc["vanilla", "parameters"]), "parameters_identity": int(v.loc["identity", "parameters"]),
+                     "val_tokens": int(v.loc["vanilla", "val_tokens"])})
+    return pd.DataFrame(rows)
+
+
+def fig6_claims(summary: pd.DataFrame, scale: str) -> list[Claim]:
+    return [
+        check(PAPER, f"12_{r.dataset}", "Fig. 6", f"{DATASET_LABELS.get(r.dataset, r.dataset)}: GPT-2 with trainable identity scalings "
+              "has lower validation perplexity than vanilla GPT-2 under the same recipe (from scratch)",
+              "perplexity(vanilla) - perplexity(identity scalings)", r.vanilla_ppl - r.identity_ppl, ">", 0.0, scale)
+        for r in summary.itertuples()
+    ]
+
+
+def fig6(log_csvs: list[str], figures: list[str], out_csv: str, out_md: str, scale: str, dpi: int) -> list[Claim]:
+    df = read_lm_logs(log_csvs)
+    summary = fig6_summary(df)
+    with atomic_open(out_csv, newline="") as fh:
+        summary.to_csv(fh, index=False, float_format="%.6g")
+    lines = [f"**Fig. 6 (scale: {scale})**: validation perplexity of GPT-2 trained from random initialisation, vanilla vs "
+             "trainable identity scalings (2 extra parameters per head), same recipe. Here: word-level WikiText "
+             "vocabulary (per-word perplexity); the paper: GPT-2 117M with its BPE tokenizer, 20 epochs.", "",
+             "| dataset | steps | GPT-2 | + identity scalings | extra parameters | paper: GPT-2 | paper: + identity scalings |",
+             "|---|---|---|---|---|---|---|"]
+    for r in summary.itertuples():
+        lines.append(f"| {DATASET_LABELS.get(r.dataset, r.dataset)} | {r.steps} | {r.vanilla_ppl:.2f} | {r.identity_ppl:.2f} | "
+                     f"{r.parameters_identity - r.parameters_vanilla} | {r.paper_vanilla_ppl:.2f} | {r.paper_identity_ppl:.2f} |")
+    write_text(out_md, "\n".join(lines) + "\n")
+
+    set_style()
+    datasets = list(summary["dataset"])
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 4), layout="constrained", squeeze=False)
+    for ax, dataset in zip(axes[0], datasets):
+        sub = df[(df["dataset"] == dataset) & (df["metric"] == "val_ppl") & ~df["final"]]
+        for variant, color in (("vanilla", "C0"), ("identity", "C1")):
+            s = sub[sub["variant"] == variant].sort_values("step")
+            fin = summary.set_index("dataset").loc[dataset, f"{variant}_ppl"]
+            ax.plot(s["step"], s["value"], "o-", ms=3, color=color, label=f"{VARIANT_LABELS[variant]} (final {fin:.1f})")
+        ax.set_yscale("log")
+        ax.set_xlabel("training step")
+        ax.set_ylabel("validation perplexity (per word)")
+        ax.set_title(DATASET_LABELS.get(dataset, dataset))
+        ax.legend(fontsize=8)
+    fig.suptitle(f"Templates Fig. 6: GPT-2 from scratch, vanilla vs identity scalings (scale: {scale})")
+    save_figure(fig, *figures, dpi=dpi)
+    return fig6_claims(summary, scale)
+
+
+def _finetune_curves(ax, df: pd.DataFrame, hue: str, labels: dict) -> None:
+    for key, sub in df.groupby(hue, sort=False):
+        g = sub.groupby("n")["test_loss"].agg(["mean", "std"]).reset_index()
+        ax.errorbar(g["n"], g["mean"], yerr=g["std"].fillna(0), fmt="o-", ms=4, capsize=2, label=labels.get(key, key))
+    ax.axhline(1.0, color="0.5", lw=0.8, ls=":", label="always-0 predictor")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("training samples n")
+    ax.set_ylabel("test MSE (T5: αβα vs αββ)")
+    ax.legend(fontsize=8)
+
+
+def fig7(finetune_csvs: list[str], heads_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
+    ft = pd.concat([pd.read_csv(p) for p in finetune_csvs], ignore_index=True)
+    heads = pd.read_csv(heads_csv)
+    set_style()
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.3), layout="constrained")
+    seeds = int(ft["seed"].nunique())
+    _finetune_curves(axes[0], ft, "init", {"pretrained": f"pretrained {ft['model'].iloc[0]}", "scratch": "random init"})
+    axes[0].set_title(f"fine-tuned on T5, mean ± sd over {seeds} seed{'s' if seeds > 1 else ''}")
+    for ax, (matrix, sub) in zip(axes[1:], heads.groupby("matrix", sort=False)):
+        k = int(sub["i"].max()) + 1
+        M = np.zeros((k, k))
+        M[sub["i"], sub["j"]] = sub["value"]
+        lim = float(np.abs(M).max()) or 1.0
+        sns.heatmap(M, ax=ax, cmap="RdBu_r", vmin=-lim, vmax=lim, square=True, xticklabels=False, yticklabels=False,
+                    cbar_kws={"shrink": 0.8})
+        r = sub.iloc[0]
+        ax.set_title(f"{matrix.replace('^T', 'ᵀ')}, head {int(r['head'])}, layer {int(r['layer'])} (top-left {k}×{k})")
+    fig.suptitle(f"Templates Fig. 7: pretrained vs random-init GPT-2 on T5, and pretrained heads' diagonals (scale: {scale})")
+    save_figure(fig, *figures, dpi=dpi)
+    return []
+
+
+def fig24(finetune_csvs: list[str], figures: list[str], scale: str, dpi: int) -> list[Claim]:
+    ft = pd.concat([pd.read_csv(p) for p in finetune_csvs], ignore_index=True)
+    ft = ft[ft["init"] == "pretrained"]
+    set_style()
+    fig, ax = plt.subplots(figsize=(6, 4.3), layout="constrained")
+    _finetune_curves(ax, ft, "model", {"gpt2": "GPT-2 small", "gpt2-medium": "GPT-2 medium", "gpt2-large": "GPT-2 large"})
+    ax.set_title(f"Templates Fig. 24: pretrained GPT-2 sizes fine-tuned on T5 (scale: {scale})", fontsize=10)
+    save_figure(fig, *figures, dpi=dpi)
+    return []
