@@ -86,8 +86,8 @@ def test_cooccurrence_logits_table(one_thread):
     model = GPT(GPTConfig(vocab=6, block_size=8, n_layer=1, n_head=1, n_embd=8, dropout=0.0)).eval()
     df = L.cooccurrence_logits(model, CORPUS, VOCAB, n_frequent=2, k=1, dataset="toy")
     assert list(df.columns) == list(L.LOGIT_COLUMNS)
-    assert df[["token", "group", "target", "cooccurrence"]].values.tolist() == [
-        ["a", "top", "b", 3], ["a", "bottom", "c", 1], ["c", "top", "c", 2], ["c", "bottom", "a", 1]]
+    assert df[["token", "group", "target", "target_count", "cooccurrence"]].values.tolist() == [
+        ["a", "top", "b", 3, 3], ["a", "bottom", "c", 4, 1], ["c", "top", "c", 4, 2], ["c", "bottom", "a", 6, 1]]
     logits = model(torch.tensor([[0]]))[0, 0].detach()
     assert df.loc[0, "logit"] == pytest.approx(float(logits[1]))
 
@@ -198,11 +198,13 @@ def planted(n_tokens: int, n_separated: int, k: int = 3, dataset: str = "ptb") -
         sign = 1.0 if t < n_separated else -1.0
         for group, base in (("top", sign), ("bottom", -sign)):
             for j in range(k):
-                rows.append((dataset, t, t, f"w{t}", 100 - t, group, 50 + j, f"x{j}", 5 - j if group == "top" else 1, base + 0.1 * j))
+                target_count = 10 if group == "top" else 1000  # bottom targets frequent overall
+                rows.append((dataset, t, t, f"w{t}", 100 - t, group, 50 + j, f"x{j}", target_count, 5 - j if group == "top" else 1, base + 0.1 * j))
     return pd.DataFrame(rows, columns=L.LOGIT_COLUMNS)
 
 
 def test_claim_passes_at_18_of_20_and_fails_at_17():
+    assert token_gaps(planted(20, 18))["unigram_top_higher"].sum() == 0  # frequency alone would not separate
     (ok,) = cooccurrence_claims(planted(20, 18), "Fig. 7", "test")
     assert ok.passed and ok.measured == 18 and ok.target == ">= 18" and ok.claim_id == "9_ptb"
     (bad,) = cooccurrence_claims(planted(20, 17), "Fig. 7", "test")

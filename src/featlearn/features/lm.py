@@ -37,7 +37,8 @@ import torch.nn.functional as F
 
 from featlearn.io import atomic_open, atomic_path, load_tensor
 
-LOGIT_COLUMNS = ("dataset", "token_rank", "token_id", "token", "token_count", "group", "target_id", "target", "cooccurrence", "logit")
+# token_count / target_count: occurrences in the training split; cooccurrence: times target follows token
+LOGIT_COLUMNS = ("dataset", "token_rank", "token_id", "token", "token_count", "group", "target_id", "target", "target_count", "cooccurrence", "logit")
 
 
 # --- co-occurrence ---------------------------------------------------------------------------------
@@ -97,7 +98,7 @@ def cooccurrence_logits(model_fn, train_ids: torch.Tensor, vocab: list[str], n_f
         counts = follower_counts(train_ids, int(tok), V)
         for group, ids in zip(("top", "bottom"), rank_followers(counts, unigram, k)):
             for b in ids:
-                rows.append((dataset, rank, int(tok), vocab[tok], int(unigram[tok]), group, int(b), vocab[b], int(counts[b]), float(row[b])))
+                rows.append((dataset, rank, int(tok), vocab[tok], int(unigram[tok]), group, int(b), vocab[b], int(unigram[b]), int(counts[b]), float(row[b])))
     return pd.DataFrame(rows, columns=LOGIT_COLUMNS)
 
 

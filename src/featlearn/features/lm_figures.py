@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
 
@@ -41,11 +42,20 @@ def read_tables(paths: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def token_gaps(df: pd.DataFrame) -> pd.DataFrame:
     """Per (dataset, frequent token): mean top-k logit, mean bottom-k logit, their difference, and whether
-    top > bottom (a token with an empty group counts as not separated)."""
-    means = df.groupby(["dataset", "token_rank", "token", "group"])["logit"].mean().unstack("group")
-    means = means.reindex(columns=["top", "bottom"])
+    top > bottom (a token with an empty group counts as not separated).
+
+    ``unigram_top_higher`` is the same comparison for a model that knows only overall frequencies
+    (logit = log count of the target in the training split): a reference for how much of the
+    separation overall frequency alone would give.
+    """
+    keys = ["dataset", "token_rank", "token", "group"]
+    means = df.groupby(keys)["logit"].mean().unstack("group").reindex(columns=["top", "bottom"])
     means["gap"] = means["top"] - means["bottom"]
     means["top_higher"] = means["gap"] > 0  # NaN compares False
+    if "target_count" in df.columns:
+        unigram = df.assign(u=np.log(df["target_count"].astype(float))).groupby(keys)["u"].mean().unstack("group")
+        unigram = unigram.reindex(columns=["top", "bottom"])
+        means["unigram_top_higher"] = (unigram["top"] - unigram["bottom"]) > 0
     return means.reset_index()
 
 
@@ -91,6 +101,8 @@ def lm_figure(figure: str, tables: list[str], figures: list[str], scale: str, dp
         if not logs.empty and ds in set(logs["dataset"]):
             val = logs[(logs["dataset"] == ds) & (logs["metric"] == "val_loss")].sort_values("step")
             title += f"; final val loss {val['value'].iloc[-1]:.2f} after {int(val['step'].iloc[-1])} iterations"
+        if "unigram_top_higher" in g.columns:
+            title += f"\n(a unigram-frequency model would give {int(g['unigram_top_higher'].sum())}/{len(g)})"
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("frequent token fed alone (most frequent first)" if ds != "tinyshakespeare" else "frequent character fed alone (most frequent first)")
         ax.set_ylabel("next-token logit (label score)")

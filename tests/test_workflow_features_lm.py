@@ -1,0 +1,76 @@
+"""Workflow checks of the features paper's language-model figures (Figs. 5, 7) on the shared smoke run,
+and dry runs: what a code edit reruns, and what is skipped when a dataset is absent."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from featlearn.claims import COLUMNS
+from wfutil import SMOKE, check_ok, overlay, snakemake, would_run, would_run_after_edit
+
+pytestmark = pytest.mark.workflow
+
+LM_CLAIMS = {"9_ptb", "9_wikitext2", "9_tinyshakespeare"}
+
+
+def test_lm_smoke_outputs(smoke_run):
+    work, _, _ = smoke_run
+    res = work / "results"
+    for n in (5, 7):
+        assert (res / "figures" / "features" / f"fig{n}.png").stat().st_size > 1000
+    rows = {}
+    for n in (5, 7):
+        with open(res / "features" / "claims" / f"{n}.csv", newline="") as fh:
+            reader = csv.DictReader(fh)
+            assert tuple(reader.fieldnames) == COLUMNS
+            rows.update({r["claim_id"]: r for r in reader})
+    assert set(rows) == LM_CLAIMS
+    for r in rows.values():
+        assert r["scale"] == "smoke" and r["target"] == ">= 18"
+        assert (float(r["measured"]) >= 18) == (r["passed"] == "True")
+    merged = {r["claim_id"] for r in csv.DictReader(open(res / "features" / "claims.csv", newline=""))}
+    assert LM_CLAIMS <= merged
+    for ds, k in (("ptb", 30), ("wikitext2", 30), ("tinyshakespeare", 5)):
+        with open(res / "features" / "lm" / ds / "logits.csv", newline="", encoding="utf-8") as fh:
+            logits = list(csv.DictReader(fh))
+        assert len({r["token_rank"] for r in logits}) == 20
+        assert sum(r["group"] == "top" and r["token_rank"] == "0" for r in logits) == k
+        assert (res / "benchmarks" / "features" / "lm" / f"{ds}.tsv").is_file()
+        assert not (res / "features" / "lm" / ds / "resume" / "resume.pt").exists()  # finished runs leave none
+
+
+def test_lm_figure_code_edit_reruns_only_the_figures(smoke_run):
+    work, env, _ = smoke_run
+    out = would_run_after_edit(work, env, "features/lm_figures.py")
+    assert "fig_features_5" in out and "fig_features_7" in out
+    assert "features_lm_word" not in out and "features_lm_char" not in out
+
+
+def test_gpt_code_edit_reruns_the_char_model_only(smoke_run):
+    work, env, _ = smoke_run
+    out = would_run_after_edit(work, env, "features/gpt.py")
+    assert "features_lm_char" in out and "fig_features_5" in out
+    assert "features_lm_word" not in out and "fig_features_7" not in out
+    assert "joma" not in out and "scan_snap" not in out  # the GPT is outside featlearn.lm's code hash
+
+
+def test_absent_dataset_skips_its_figure_with_a_message(smoke_run):
+    work, env, _ = smoke_run
+    name = overlay(work, "lm_only_ptb.yaml", {"ptb": "auto"})
+    try:
+        result = check_ok(snakemake(work, *SMOKE, name, "-n", "--quiet", "rules", "fig_features_7", env=env))
+    finally:
+        (work / name).unlink()
+    assert "skipping features Fig. 5" in result.stderr
+    assert "skipping features Fig. 7 panel wikitext2" in result.stderr
+    # Fig. 7 is redrawn from the PTB table alone; no model is retrained
+    assert "fig_features_7" in result.stdout
+    assert "features_lm_word" not in result.stdout and "features_lm_char" not in result.stdout
+
+
+def test_rerun_of_lm_targets_does_nothing(smoke_run):
+    work, env, _ = smoke_run
+    out = would_run(work, env, "fig_features_5", "fig_features_7")
+    assert "features_lm" not in out and "fig_features" not in out
