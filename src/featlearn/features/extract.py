@@ -134,13 +134,16 @@ def extract_adjectives(rows: Rows, is_adjective: Callable[[str], bool], ratio: f
     return df[df["unit"].map(is_adjective)].reset_index(drop=True)
 
 
-def lemminflect_adjective(token: str) -> bool:
-    """True when lemminflect's bundled lemma tables know ``token`` as an adjective (no download needed).
-    Requires the optional ``lemminflect`` package."""
+def lemminflect_adjective(token: str, exclusive: bool = False) -> bool:
+    """True when lemminflect's bundled lemma tables know ``token`` as an adjective (no download needed);
+    with ``exclusive``, only when adjective is the token's one word class there (drops "left", "mean",
+    "waste": words that are mostly verbs or nouns). Requires the ``lemminflect`` package."""
     try:
         import lemminflect
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise RuntimeError("the adjective filter needs the 'lemminflect' package (pip install lemminflect)") from exc
+    if exclusive:
+        return set(lemminflect.getAllLemmas(token)) == {"ADJ"}
     return "ADJ" in lemminflect.getAllLemmas(token, upos="ADJ")
 
 

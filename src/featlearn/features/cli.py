@@ -1,0 +1,61 @@
+"""``python -m featlearn features-compute|features-figure ...``: what the classification rules run."""
+
+from __future__ import annotations
+
+import json
+
+from featlearn.cliutil import add_figure_arguments
+
+EXPERIMENTS = ["extract", "train", "theory"]
+FIGURES = ["table6", "table3", "table5", "2", "3", "4", "6", "8", "9", "10", "11", "12", "13"]
+
+
+def _compute(args) -> None:
+    import torch
+
+    from featlearn.features import experiments as ex
+
+    torch.set_num_threads(args.threads)
+    cfg = json.loads(args.settings)
+    if args.experiment == "extract":
+        from featlearn.data.prepare import read_classification
+
+        rows = read_classification(args.inputs[0])
+        table = ex.extract_table(cfg, args.dataset, rows)
+        ex._write_csv(table, args.out[0])
+        counts = table.groupby(["kind", "cls"]).size()
+        print(f"{args.dataset}: extracted\n{counts.to_string()}")
+    elif args.experiment == "train":
+        extracted = next((p for p in args.inputs if "/extracted/" in p), None)
+        ex.train_job(cfg, args.data_dir, extracted, *args.out)
+    else:
+        ex.theory_job(cfg, args.data_dir, args.inputs[0], *args.out)
+
+
+def _figure(args) -> None:
+    from featlearn.claims import write_claims
+    from featlearn.features import figures as F
+
+    cfg = json.loads(args.settings) if args.settings else {}
+    claims = F.make(args.figure, args.tables, args.figures, cfg, args.scale, args.dpi)
+    if args.claims:
+        write_claims(args.claims, claims)
+    print(f"features {args.figure}: {sum(c.passed for c in claims)}/{len(claims)} claims pass")
+    for c in claims:
+        print(f"  {c.claim_id}: {c.metric} = {c.measured:.4g} (target {c.target}) {'pass' if c.passed else 'FAIL'}")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("features-compute", help="Sun et al.: extract units, train models, run the NTK flow")
+    p.add_argument("--experiment", required=True, choices=EXPERIMENTS)
+    p.add_argument("--settings", required=True, help="JSON object of the experiment's settings")
+    p.add_argument("--dataset", default=None, help="extract: name of the prepared dataset")
+    p.add_argument("--data-dir", default=None, help="train/theory: prepared dataset folder")
+    p.add_argument("--inputs", nargs="*", default=[], help="input files (extract: train.tsv; others: the extraction table)")
+    p.add_argument("--out", nargs="+", required=True)
+    p.add_argument("--threads", type=int, default=1)
+    p.set_defaults(func=_compute)
+    p = sub.add_parser("features-figure", help="Sun et al.: one figure or table (and its claims) from tables")
+    p.add_argument("--figure", required=True, choices=FIGURES)
+    add_figure_arguments(p, claims_required=False)
+    p.set_defaults(func=_figure)

@@ -1,0 +1,667 @@
+"""Figures, tables and claims of the classification experiments, from the tidy tables only.
+
+Inputs are recognised by their paths: ``.../train/<job>/{scores,metrics,summary}.csv`` (a training job),
+``.../extracted/<dataset>.csv`` (extracted units), ``.../theory/{curves,scores}.csv`` (linear NTK flow),
+``.../<dataset>/stats.json`` (prepared dataset statistics).
+
+Token label scores are read at the last epoch; a claim's measured value is the mean over the job's seeds
+of the per-seed quantity. Bias index beta = (mean_pos + mean_neg) / (mean_pos - mean_neg) over the
+extracted tokens' scores.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from featlearn.claims import Claim, check
+from featlearn.features.theory import bias_index, loss_matched_index
+from featlearn.io import write_text
+from featlearn.plotting import save_figure, set_style
+
+PAPER = "features"
+POS, NEG = "tab:blue", "tab:red"
+
+# Table 3 [P]: MLP accuracy (%), order relu I, relu II, tanh I, tanh II, gelu I, gelu II, silu I, silu II
+# (I: sigma_v = 0.1, II: sigma_v = 0.001); mean of 3 trials.
+PAPER_TABLE3 = {
+    ("sst", "dev"): [78.4, 68.0, 77.2, 77.3, 78.0, 78.3, 77.8, 77.8],
+    ("sst", "test"): [80.0, 67.3, 78.9, 78.9, 79.9, 79.8, 79.7, 79.9],
+    ("ag_news", "dev"): [91.1, 90.4, 91.1, 90.7, 90.8, 90.0, 90.7, 90.1],
+    ("ag_news", "test"): [91.0, 90.2, 90.6, 90.1, 90.6, 89.6, 90.6, 89.6],
+    ("imdb", "dev"): [89.5, 89.6, 89.8, 89.7, 91.5, 91.7, 91.5, 91.8],
+    ("imdb", "test"): [89.9, 89.5, 89.9, 90.2, 91.2, 91.4, 91.2, 91.4],
+}
+TABLE3_COLUMNS = [(a, s) for a in ("relu", "tanh", "gelu", "silu") for s in ("I", "II")]
+# Table 5 [P]: accuracy (%) of MLP, CNN, SA, MV, L-RNN with Adagrad; None where the paper reports "-".
+PAPER_TABLE5 = {
+    ("sst", "dev"): [79.4, 79.7, 80.4, 77.3, 79.4],
+    ("sst", "test"): [81.5, 81.0, 80.7, 77.8, 80.7],
+    ("sstwsub", "dev"): [79.6, 78.7, 79.9, 80.5, 76.9],
+    ("sstwsub", "test"): [79.0, 79.2, 80.3, 81.3, 77.5],
+    ("imdb", "dev"): [91.5, 91.8, 91.7, None, None],
+    ("imdb", "test"): [91.8, 91.4, 91.6, None, None],
+    ("ag_news", "dev"): [91.5, 91.4, 91.7, None, None],
+    ("ag_news", "test"): [91.3, 91.1, 91.5, None, None],
+}
+TABLE5_MODELS = ["mlp", "cnn", "sa", "mv", "lrnn"]
+# Table 6 [P]: numbers of extracted units per class.
+PAPER_TABLE6 = {
+    ("sst", "token"): {1: 412, 0: 265},
+    ("sstwsub", "adjective"): {1: 73, 0: 47},
+    ("sstwsub", "bigram"): {1: 779, 0: 542},
+    ("imdb", "token"): {1: 414, 0: 363},
+    ("ag_news", "token"): {0: 441, 1: 540, 2: 297, 3: 334},
+}
+# Table 2 [P]: split sizes checked by claim 1.
+PAPER_SPLITS = {("sst", "train"): 6920, ("sst", "dev"): 872, ("sst", "test"): 1821, ("sstwsub", "train"): 98794}
+DATASET_LABELS = {"sst": "SST", "sstwsub": "SSTwsub", "imdb": "IMDB", "ag_news": "Agnews", "synthetic": "synthetic"}
+MODEL_LABELS = {"mlp": "MLP", "cnn": "CNN", "sa": "SA", "sa_mlp": "SA+MLP", "mv": "MV", "lrnn": "L-RNN", "tr": "TR"}
+AG_CLASSES = ["World", "Sports", "Business", "Sci/Tech"]
+
+
+# ------------------------------------------------------------------------------------------- inputs
+def read_table(path: str) -> pd.DataFrame:
+    """A tidy table; words such as "null" or "nan" stay strings."""
+    return pd.read_csv(path, keep_default_na=False, na_values=[""])
+
+
+class Inputs:
+    """The figure's input tables, found by their paths."""
+
+    def __init__(self, paths: list[str]):
+        self.jobs: dict[str, dict[str, str]] = {}
+        self.extracted: dict[str, str] = {}
+        self.theory: dict[str, str] = {}
+        self.stats: dict[str, str] = {}
+        for p in paths:
+            path = Path(p)
+            if path.parent.parent.name == "train":
+                self.jobs.setdefault(path.parent.name, {})[path.stem] = p
+            elif path.parent.name == "extracted":
+                self.extracted[path.stem] = p
+            elif path.parent.name == "theory":
+                self.theory[path.stem] = p
+            elif path.name == "stats.json":
+                self.stats[path.parent.name] = p
+            else:
+                raise ValueError(f"unrecognised input table {p}")
+        self._cache: dict[tuple[str, str], pd.DataFrame] = {}
+
+    def job(self, name: str, table: str = "scores") -> pd.DataFrame:
+        key = (name, table)
+        if key not in self._cache:
+            if name not in self.jobs or table not in self.jobs[name]:
+                raise ValueError(f"missing input: the {table} table of training job {name}")
+            self._cache[key] = read_table(self.jobs[name][table])
+        return self._cache[key]
+
+    def units(self, dataset: str, kind: str | None = None) -> pd.DataFrame:
+        if dataset not in self.extracted:
+            raise ValueError(f"missing input: the extracted units of {dataset}")
+        df = read_table(self.extracted[dataset])
+        return df if kind is None else df[df["kind"] == kind]
+
+
+def final(scores: pd.DataFrame, probe: str = "token") -> pd.DataFrame:
+    """Rows of the last logged epoch for one probe kind."""
+    df = scores[scores["probe"] == probe]
+    return df[df["epoch"] == df["epoch"].max()]
+
+
+def select(df: pd.DataFrame, activation: str | None = None, sigma_v: float | None = None) -> pd.DataFrame:
+    if activation is not None:
+        df = df[df["activation"] == activation]
+    if sigma_v is not None:
+        df = df[np.isclose(df["sigma_v"], sigma_v)]
+    return df
+
+
+def with_polarity(df: pd.DataFrame, units: pd.DataFrame) -> pd.DataFrame:
+    cols = [c for c in ("unit", "polarity", "log_odds", "cls") if c in units.columns]
+    return df.merge(units[cols].drop_duplicates("unit"), on="unit", how="inner")
+
+
+# ------------------------------------------------------------------------------------------ metrics
+def token_stats(df: pd.DataFrame) -> dict[str, float]:
+    """Per-seed statistics of final token scores (``score``, ``polarity``, ``log_odds``), averaged over seeds."""
+    rows = []
+    for _, g in df.groupby("seed"):
+        s, p = g["score"].to_numpy(), g["polarity"].to_numpy()
+        pos, neg = s[p > 0], s[p < 0]
+        rec = {
+            "mean_pos": pos.mean(), "mean_neg": neg.mean(),
+            "frac_pos": (pos > 0).mean(), "frac_neg": (neg < 0).mean(),
+            "beta": bias_index(s, p),
+        }
+        if "log_odds" in g:
+            rec["spearman"] = spearmanr(s, g["log_odds"].to_numpy()).statistic
+        rows.append(rec)
+    return pd.DataFrame(rows).mean().to_dict() if rows else {}
+
+
+def polarity_claims(df: pd.DataFrame, cid: str, figure: str, label: str, scale: str) -> list[Claim]:
+    """Claim 2 for one model: mean_pos > 0 > mean_neg, >= 80% of each group with its sign, Spearman > 0.5."""
+    st = token_stats(df)
+    return [
+        check(PAPER, f"{cid}-means", figure, f"{label}: mean positive-token score > 0 > mean negative-token score",
+              "min(mean_pos, -mean_neg)", min(st["mean_pos"], -st["mean_neg"]), ">", 0, scale),
+        check(PAPER, f"{cid}-signs", figure, f"{label}: at least 80% of positive and of negative tokens have their sign",
+              "min(frac_pos > 0, frac_neg < 0)", min(st["frac_pos"], st["frac_neg"]), ">=", 0.8, scale),
+        check(PAPER, f"{cid}-spearman", figure, f"{label}: Spearman(final score, log-odds) > 0.5",
+              "Spearman rho", st["spearman"], ">", 0.5, scale),
+    ]
+
+
+def beta_of(inputs: Inputs, job: str, dataset: str, activation: str, sigma_v: float) -> float:
+    df = with_polarity(select(final(inputs.job(job)), activation, sigma_v), inputs.units(dataset, "token"))
+    return token_stats(df)["beta"]
+
+
+# ------------------------------------------------------------------------------------------ drawing
+def draw_token_curves(ax, df: pd.DataFrame, title: str, max_lines: int = 400) -> None:
+    """One line per extracted token (first seed): positive blue, negative red."""
+    df = df[df["seed"] == df["seed"].min()]
+    wide = df.pivot_table(index="epoch", columns="unit", values="score", aggfunc="first")
+    pol = df.drop_duplicates("unit").set_index("unit")["polarity"]
+    for sign, colour in ((1, POS), (-1, NEG)):
+        cols = [u for u in wide.columns if pol.get(u) == sign][:max_lines]
+        if cols:
+            ax.plot(wide.index, wide[cols].to_numpy(), color=colour, alpha=0.15, lw=0.6)
+            ax.plot([], [], color=colour, label=f"{'pos' if sign > 0 else 'neg'} tokens ({len(cols)})")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_title(title)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("label score")
+
+
+def _grid(n: int, ncols: int = 3, size: float = 3.4):
+    import matplotlib.pyplot as plt
+
+    nrows = (n + ncols - 1) // ncols
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, 2.9 * nrows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, axes.flat
+
+
+def _title(fig, text: str, scale: str) -> None:
+    fig.suptitle(f"{text} (scale: {scale})")
+    fig.tight_layout()
+
+
+# ------------------------------------------------------------------------------- theory alongside
+def flow_at_epochs(inputs: Inputs, model: str, sigma_v: float, train_loss: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The flow's logged steps matched to the trained epochs by training loss (epoch 0 = initialisation):
+    ([epoch, step, bias], predicted token scores at those steps [epoch, unit, score])."""
+    curves = select(read_table(inputs.theory["curves"]), sigma_v=sigma_v)
+    curves = curves[curves["model"] == model].sort_values("step")
+    steps = curves["step"].to_numpy()
+    rows = [{"epoch": 0, "step": int(steps[0])}]
+    for epoch, loss in train_loss.items():
+        rows.append({"epoch": int(epoch), "step": int(steps[loss_matched_index(curves["loss"].to_numpy(), loss)])})
+    matched = pd.DataFrame(rows).merge(curves[["step", "bias"]], on="step")
+    scores = select(read_table(inputs.theory["scores"]), sigma_v=sigma_v)
+    scores = scores[scores["model"] == model]
+    return matched, matched[["epoch", "step"]].merge(scores[["step", "unit", "score"]], on="step")
+
+
+def train_loss_of(metrics: pd.DataFrame, activation: str, sigma_v: float) -> pd.Series:
+    """Mean over seeds of the training loss per epoch (epochs >= 1)."""
+    m = select(metrics, activation, sigma_v)
+    m = m[(m["split"] == "train") & (m["metric"] == "loss")]
+    return m.groupby("epoch")["value"].mean()
+
+
+def draw_flow(ax, matched: pd.DataFrame, predicted: pd.DataFrame, units: pd.DataFrame) -> None:
+    pred = with_polarity(predicted, units)
+    for sign, colour, name in ((1, "navy", "theory pos mean"), (-1, "darkred", "theory neg mean")):
+        curve = pred[pred["polarity"] == sign].groupby("epoch")["score"].mean()
+        ax.plot(curve.index, curve.to_numpy(), color=colour, lw=2, ls="--", label=name)
+    ax.plot(matched["epoch"], matched["bias"], color="black", lw=1.5, ls=":", label="theory bias $\\mu b$")
+
+
+# ---------------------------------------------------------------------------------------- figures
+FIG2_PANELS = [
+    # (panel, job, activation, sigma_v index, flow model)
+    ("(a) MLP, ReLU", "sst_mlp", "relu", 0, "mlp-relu"),
+    ("(b) CNN", "sst_cnn", "relu", 0, None),
+    ("(c) SA", "sst_sa", "relu", 0, "sa"),
+    ("(d) MLP, ReLU", "sst_mlp", "relu", 1, "mlp-relu"),
+    ("(e) CNN", "sst_cnn", "relu", 1, None),
+    ("(f) SA", "sst_sa", "relu", 1, "sa"),
+    ("(g) MLP, tanh", "sst_mlp", "tanh", 1, "mlp-tanh"),
+    ("(h) MLP, GeLU", "sst_mlp", "gelu", 1, "mlp-gelu"),
+    ("(i) SA+MLP, ReLU", "sst_sa_mlp", "relu", 1, None),
+]
+
+
+def fig2(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> list[Claim]:
+    """Fig. 2: SST token label scores per epoch; setting I (a-c), setting II (d-i); the linear NTK flow's
+    mean predicted scores and shared bias (loss-matched to the epochs) where the theory has the kernel.
+    Claims 2, 3 and 10."""
+    sv = cfg["sigma_v"]
+    units = inputs.units("sst", "token")
+    set_style()
+    fig, axes = _grid(len(FIG2_PANELS))
+    for ax, (panel, job, act, i, flow) in zip(axes, FIG2_PANELS):
+        df = with_polarity(select(inputs.job(job), act, sv[i]), units)
+        draw_token_curves(ax, df[df["probe"] == "token"], f"{panel}, $\\sigma_v$={sv[i]:g}")
+        if flow and flow in set(read_table(inputs.theory["curves"])["model"]):
+            loss = train_loss_of(inputs.job(job, "metrics"), act, sv[i])
+            matched, predicted = flow_at_epochs(inputs, flow, sv[i], loss)
+            draw_flow(ax, matched, predicted, units)
+    axes[0].legend(fontsize=7, loc="upper left")
+    axes[2].legend(fontsize=7, loc="upper left")
+    _title(fig, "Fig. 2: label scores of extracted SST tokens (Adagrad)", scale)
+    save_figure(fig, *files, dpi=dpi)
+
+    claims = []
+    for job, model in (("sst_mlp", "MLP (ReLU)"), ("sst_cnn", "CNN"), ("sst_sa", "SA")):
+        df = with_polarity(select(final(inputs.job(job)), "relu", sv[0]), units)
+        claims += polarity_claims(df, f"2-sst-{job[4:]}", "2", f"SST, {model}, sigma_v={sv[0]:g}", scale)
+    lo, hi = sv[0], sv[1]
+    for job, name in (("sst_mlp", "MLP-ReLU"), ("sst_cnn", "CNN")):
+        b_hi, b_lo = beta_of(inputs, job, "sst", "relu", hi), beta_of(inputs, job, "sst", "relu", lo)
+        claims += [
+            check(PAPER, f"3-{job[4:]}-shift", "2", f"{name}: beta(sigma_v={hi:g}) >= beta(sigma_v={lo:g}) + 0.2",
+                  "beta(II) - beta(I)", b_hi - b_lo, ">=", 0.2, scale),
+            check(PAPER, f"3-{job[4:]}-bias", "2", f"{name}: beta(sigma_v={hi:g}) >= 0.3 (positive tokens dominate)",
+                  "beta(II)", b_hi, ">=", 0.3, scale),
+        ]
+    for job, act, name in (("sst_sa", "relu", "SA"), ("sst_mlp", "tanh", "MLP-tanh"), ("sst_mlp", "gelu", "MLP-GeLU")):
+        b = beta_of(inputs, job, "sst", act, hi)
+        claims.append(check(PAPER, f"3-{name.lower()}-balanced", "2", f"{name}: |beta(sigma_v={hi:g})| <= 0.15",
+                            "|beta(II)|", abs(b), "<=", 0.15, scale))
+    b_samlp, b_sa = beta_of(inputs, "sst_sa_mlp", "sst", "relu", hi), beta_of(inputs, "sst_sa", "sst", "relu", hi)
+    claims.append(check(PAPER, "3-sa-mlp-bias", "2", f"SA+MLP(ReLU): beta >= beta(SA) + 0.2 at sigma_v={hi:g}",
+                        "beta(SA+MLP) - beta(SA)", b_samlp - b_sa, ">=", 0.2, scale))
+    claims += theory_claims(inputs, units, lo, hi, scale)
+    return claims
+
+
+def theory_claims(inputs: Inputs, units: pd.DataFrame, lo: float, hi: float, scale: str) -> list[Claim]:
+    """Claim 10: the flow's predicted token scores (at the flow time whose training loss matches the trained
+    network's last epoch) agree in sign with the trained scores; the flow's beta grows as sigma_v shrinks."""
+    claims = []
+    for job, act, flow, name in (("sst_mlp", "relu", "mlp-relu", "MLP-ReLU"), ("sst_sa", "relu", "sa", "SA")):
+        loss = train_loss_of(inputs.job(job, "metrics"), act, lo)
+        _, predicted = flow_at_epochs(inputs, flow, lo, loss)
+        predicted = predicted[predicted["epoch"] == predicted["epoch"].max()]
+        trained = select(final(inputs.job(job)), act, lo).groupby("unit")["score"].mean().rename("trained")
+        both = predicted.set_index("unit")["score"].to_frame("flow").join(trained, how="inner")
+        agree = float((np.sign(both["flow"]) == np.sign(both["trained"])).mean())
+        claims.append(check(PAPER, f"10-{flow}-signs", "2", f"{name}, sigma_v={lo:g}: the NTK flow's token scores "
+                            "agree in sign with the trained network's on >= 90% of extracted tokens",
+                            "sign agreement", agree, ">=", 0.9, scale))
+    betas = {}
+    for sv in (lo, hi):
+        loss = train_loss_of(inputs.job("sst_mlp", "metrics"), "relu", sv)
+        _, predicted = flow_at_epochs(inputs, "mlp-relu", sv, loss)
+        pred = with_polarity(predicted[predicted["epoch"] == predicted["epoch"].max()], units)
+        betas[sv] = bias_index(pred["score"], pred["polarity"])
+    claims.append(check(PAPER, "10-flow-bias", "2", f"MLP-ReLU NTK flow: beta(sigma_v={hi:g}) > beta(sigma_v={lo:g})",
+                        "flow beta(II) - beta(I)", betas[hi] - betas[lo], ">", 0, scale))
+    return claims
+
+
+def fig_pairs(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int, figure: str) -> list[Claim]:
+    """Figs. 10 (SiLU) and 11 (Adam): MLP token scores at both sigma_v settings."""
+    sv = cfg["sigma_v"]
+    units = inputs.units("sst", "token")
+    job, act, what = ("sst_mlp", "silu", "MLP, SiLU, Adagrad") if figure == "10" else ("sst_mlp_adam", "relu", "MLP, ReLU, Adam")
+    set_style()
+    fig, axes = _grid(2, 2)
+    for ax, s, panel in zip(axes, sv, "ab"):
+        df = with_polarity(select(inputs.job(job), act, s), units)
+        draw_token_curves(ax, df[df["probe"] == "token"], f"({panel}) {what}, $\\sigma_v$={s:g}")
+    axes[0].legend(fontsize=7)
+    _title(fig, f"Fig. {figure}: label scores of extracted SST tokens", scale)
+    save_figure(fig, *files, dpi=dpi)
+    lo, hi = sv[0], sv[1]
+    df = with_polarity(select(final(inputs.job(job)), act, lo), units)
+    claims = polarity_claims(df, f"{figure}-sst-{act}", figure, f"SST, {what}, sigma_v={lo:g}", scale)
+    b_hi, b_lo = beta_of(inputs, job, "sst", act, hi), beta_of(inputs, job, "sst", act, lo)
+    if figure == "10":
+        claims.append(check(PAPER, "3-mlp-silu-balanced", "10", f"MLP-SiLU: |beta(sigma_v={hi:g})| <= 0.15",
+                            "|beta(II)|", abs(b_hi), "<=", 0.15, scale))
+    else:
+        claims.append(check(PAPER, "11-adam-shift", "11", f"Adam, MLP-ReLU: beta(sigma_v={hi:g}) >= beta(sigma_v={lo:g}) + 0.2",
+                            "beta(II) - beta(I)", b_hi - b_lo, ">=", 0.2, scale))
+    return claims
+
+
+def fig13(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> list[Claim]:
+    """Fig. 13: IMDB token scores, MLP-ReLU and CNN at setting I, MLP-ReLU at setting II; claim 2 on IMDB."""
+    sv = cfg["sigma_v"]
+    units = inputs.units("imdb", "token")
+    panels = [("(a) MLP, ReLU", "imdb_mlp", sv[0]), ("(b) CNN", "imdb_cnn", sv[0]), ("(c) MLP, ReLU", "imdb_mlp", sv[1])]
+    set_style()
+    fig, axes = _grid(3)
+    for ax, (panel, job, s) in zip(axes, panels):
+        df = with_polarity(select(inputs.job(job), "relu", s), units)
+        draw_token_curves(ax, df[df["probe"] == "token"], f"{panel}, $\\sigma_v$={s:g}")
+    axes[0].legend(fontsize=7)
+    _title(fig, "Fig. 13: label scores of extracted IMDB tokens", scale)
+    save_figure(fig, *files, dpi=dpi)
+    claims = []
+    for job, model in (("imdb_mlp", "MLP (ReLU)"), ("imdb_cnn", "CNN"), ("imdb_sa", "SA")):
+        df = with_polarity(select(final(inputs.job(job)), "relu", sv[0]), units)
+        claims += polarity_claims(df, f"2-imdb-{job[5:]}", "13", f"IMDB, {model}, sigma_v={sv[0]:g}", scale)
+    return claims
+
+
+def fig3(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> list[Claim]:
+    """Fig. 3: distribution of the MV model's final bigram scores (SSTwsub), positive vs negative bigrams.
+    Claim 5."""
+    import matplotlib.pyplot as plt
+
+    units = inputs.units("sstwsub", "bigram")
+    df = with_polarity(final(inputs.job("sstwsub_mv"), "bigram"), units)
+    first = df[df["seed"] == df["seed"].min()]
+    set_style()
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    bins = np.linspace(first["score"].min(), first["score"].max(), 40)
+    for sign, colour, name in ((1, POS, "positive bigrams"), (-1, NEG, "negative bigrams")):
+        ax.hist(first.loc[first["polarity"] == sign, "score"], bins=bins, color=colour, alpha=0.6,
+                label=f"{name} ({int((first['polarity'] == sign).sum())})")
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_xlabel("bigram label score $s^{ab}$")
+    ax.set_ylabel("number of bigrams")
+    ax.legend(fontsize=8)
+    _title(fig, "Fig. 3: MV bigram scores, SSTwsub", scale)
+    save_figure(fig, *files, dpi=dpi)
+    st = token_stats(df.assign(log_odds=0.0))
+    acc_sub = inputs.job("sstwsub_mv", "summary")["test_accuracy"].mean()
+    acc_sst = inputs.job("sst_mv", "summary")["test_accuracy"].mean()
+    return [
+        check(PAPER, "5-mv-pos-bigrams", "3", "MV, SSTwsub: at least 75% of positive bigrams score > 0",
+              "frac_pos > 0", st["frac_pos"], ">=", 0.75, scale),
+        check(PAPER, "5-mv-neg-bigrams", "3", "MV, SSTwsub: at least 75% of negative bigrams score < 0",
+              "frac_neg < 0", st["frac_neg"], ">=", 0.75, scale),
+        check(PAPER, "5-mv-sstwsub-accuracy", "3", "MV: test accuracy on SSTwsub exceeds that on SST",
+              "test acc(SSTwsub) - test acc(SST)", acc_sub - acc_sst, ">", 0, scale),
+    ]
+
+
+def fig4(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> list[Claim]:
+    """Fig. 4: SA on AG News; for the tokens of each class, the score of each output dimension. Claim 6."""
+    units = inputs.units("ag_news", "token")
+    scores = final(inputs.job("ag_news_sa"))
+    df = scores.merge(units[["unit", "cls"]], on="unit")
+    n_classes = int(df["out"].max()) + 1
+    names = AG_CLASSES if n_classes == len(AG_CLASSES) else [f"class {c + 1}" for c in range(n_classes)]
+    first = df[df["seed"] == df["seed"].min()]
+    set_style()
+    fig, axes = _grid(n_classes, 2)
+    for c, ax in zip(range(n_classes), axes):
+        g = first[first["cls"] == c]
+        data = [g.loc[g["out"] == o, "score"].to_numpy() for o in range(n_classes)]
+        ax.boxplot(data, showfliers=False)
+        ax.set_xticks(range(1, n_classes + 1), names, fontsize=8)
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_title(f"tokens of {names[c]} ({g['unit'].nunique()})")
+        ax.set_ylabel("label score per output")
+    _title(fig, "Fig. 4: SA label scores of extracted Agnews tokens", scale)
+    save_figure(fig, *files, dpi=dpi)
+    means = df.groupby(["cls", "out"])["score"].mean().unstack()
+    hits = int(sum(int(means.loc[c].idxmax()) == c for c in means.index))
+    return [check(PAPER, "6-agnews-sa", "4", "SA, Agnews: for every class c, output c has the highest mean score "
+                  "over class-c tokens", "classes whose own output is highest", hits, ">=", n_classes, scale)]
+
+
+def _negation(inputs: Inputs, job: str) -> tuple[pd.DataFrame, pd.DataFrame, float]:
+    """(adjectives with their final scores s(adj), s(not adj), mean over seeds), phrase scores, s("not")."""
+    scores = final(inputs.job(job), "phrase").groupby("unit")["score"].mean()
+    adj = inputs.units("sstwsub", "adjective")
+    adj = adj[adj["unit"].isin(scores.index) & adj["unit"].map(lambda u: f"not {u}" in scores.index)]
+    adj = adj.assign(s_adj=adj["unit"].map(scores), s_not=adj["unit"].map(lambda u: scores[f"not {u}"]))
+    return adj, scores, float(scores.get("not", np.nan))
+
+
+def draw_negation(ax, adj: pd.DataFrame, s_not: float, sign: int, title: str) -> None:
+    g = adj[adj["polarity"] == sign].sort_values("s_adj")
+    x = np.arange(len(g))
+    colour = POS if sign > 0 else NEG
+    ax.scatter(x, g["s_adj"], color=colour, s=10, label=f"{'pos' if sign > 0 else 'neg'} adj")
+    ax.scatter(x, g["s_not"], color="black", marker="x", s=10, label="[-] not + adj")
+    ax.axhline(s_not, color="purple", ls="--", lw=1, label='"not" alone')
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_title(title)
+    ax.set_xlabel("adjective (sorted by its score)")
+    ax.set_ylabel("label score")
+    ax.legend(fontsize=7)
+
+
+def fig_negation(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int, figure: str) -> list[Claim]:
+    """Fig. 6 (SA a, b; MV c) and Fig. 8 (CNN, TR): adjectives vs "not" + adjective on SSTwsub. Claim 7."""
+    jobs = [("sstwsub_sa", "SA"), ("sstwsub_mv", "MV")] if figure == "6" else [("sstwsub_cnn", "CNN"), ("sstwsub_tr", "TR")]
+    results = {name: _negation(inputs, job) for job, name in jobs}
+    set_style()
+    fig, axes = _grid(4, 2, 4.2)
+    k = 0
+    for name, (adj, _, s_not) in results.items():
+        for sign in (1, -1):
+            draw_negation(axes[k], adj, s_not, sign, f"({'abcd'[k]}) {name}, {'pos' if sign > 0 else 'neg'} adj")
+            k += 1
+    _title(fig, f"Fig. {figure}: adjectives and their negations, SSTwsub", scale)
+    save_figure(fig, *files, dpi=dpi)
+    claims = []
+    for name, (adj, _, s_not) in results.items():
+        pos, neg = adj[adj["polarity"] > 0], adj[adj["polarity"] < 0]
+        d_pos = float((pos["s_not"] - pos["s_adj"]).mean())
+        d_neg = float((neg["s_not"] - neg["s_adj"]).mean())
+        key = name.lower()
+        claims.append(check(PAPER, f"7-{key}-not-pos", figure, f"{name}: mean s(not + pos adj) < mean s(pos adj)",
+                            "mean s(not adj) - s(adj), pos", d_pos, "<", 0, scale))
+        if name == "MV":
+            claims.append(check(PAPER, "7-mv-not-neg", figure, "MV: mean s(not + neg adj) > mean s(neg adj) (negation reversed)",
+                                "mean s(not adj) - s(adj), neg", d_neg, ">", 0, scale))
+        else:
+            claims.append(check(PAPER, f"7-{key}-not-neg", figure, f"{name}: mean s(not + neg adj) <= mean s(neg adj) "
+                                "(negation not reversed)", "mean s(not adj) - s(adj), neg", d_neg, "<=", 0, scale))
+        if name == "SA":
+            claims.append(check(PAPER, "7-sa-not", figure, 'SA: s("not") < 0', 's("not")', s_not, "<", 0, scale))
+    return claims
+
+
+def fig9(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> list[Claim]:
+    """Fig. 9: SA, s(sub-phrase without the negation word) - s(phrase) for every negation phrase. Claim 7."""
+    import matplotlib.pyplot as plt
+
+    _, scores, _ = _negation(inputs, "sstwsub_sa")
+    phrases = inputs.units("sstwsub", "phrase")
+    phrases = phrases[phrases["unit"].isin(scores.index)]
+    sub = phrases["unit"].map(lambda p: " ".join(p.split()[1:]))
+    ok = sub.isin(scores.index)
+    diff = (sub[ok].map(scores).to_numpy() - phrases.loc[ok, "unit"].map(scores).to_numpy())
+    pol = phrases.loc[ok, "polarity"].to_numpy()
+    order = np.argsort(diff)
+    set_style()
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    ax.bar(np.arange(len(diff)), diff[order], color=[POS if p > 0 else NEG for p in pol[order]], width=1.0)
+    ax.bar([], [], color=POS, label=f"positive phrases ({int((pol > 0).sum())})")
+    ax.bar([], [], color=NEG, label=f"negative phrases ({int((pol < 0).sum())})")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xlabel("phrase starting with not / never / hardly (sorted)")
+    ax.set_ylabel("s(sub-phrase) - s(phrase)")
+    ax.legend(fontsize=8)
+    _title(fig, "Fig. 9: SA score differences, SSTwsub", scale)
+    save_figure(fig, *files, dpi=dpi)
+    return [check(PAPER, "7-fig9-differences", "9", "SA: s(sub-phrase) - s(phrase) > 0 for at least 95% of the "
+                  "negation phrases", "fraction > 0", float((diff > 0).mean()) if len(diff) else float("nan"),
+                  ">=", 0.95, scale)]
+
+
+def fig12(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> list[Claim]:
+    """Fig. 12: L-RNN position scores s^e_[k] of the synthetic class markers at k = 0, 2, 4. Claim 8."""
+    scores = inputs.job("synthetic_lrnn")
+    scores = scores[scores["probe"] == "position"]
+    scores = scores.assign(polarity=np.where(scores["unit"].str.startswith("pos"), 1, -1))
+    ks = sorted(scores["k"].unique())
+    set_style()
+    fig, axes = _grid(len(ks))
+    for ax, k in zip(axes, ks):
+        draw_token_curves(ax, scores[scores["k"] == k], f"k = {k}")
+    axes[0].legend(fontsize=7)
+    _title(fig, "Fig. 12: L-RNN position scores, synthetic data", scale)
+    save_figure(fig, *files, dpi=dpi)
+    last = scores[scores["epoch"] == scores["epoch"].max()]
+    sep = {}
+    for k in ks:
+        st = token_stats(last[last["k"] == k])
+        sep[k] = (st["mean_pos"] - st["mean_neg"], min(st["mean_pos"], -st["mean_neg"]))
+    claims = []
+    if 2 in sep:
+        claims.append(check(PAPER, "8-lrnn-k2-signs", "12", "L-RNN: at k=2 mean pos marker score > 0 > mean neg",
+                            "min(mean_pos, -mean_neg) at k=2", sep[2][1], ">", 0, scale))
+        for k in (0, 4):
+            if k in sep:
+                ratio = sep[2][0] / abs(sep[k][0]) if sep[k][0] != 0 else float("inf")
+                claims.append(check(PAPER, f"8-lrnn-k2-vs-k{k}", "12", f"L-RNN: separation (mean_pos - mean_neg) at "
+                                    f"k=2 is at least 3x that at k={k}", f"sep(2) / |sep({k})|", ratio, ">=", 3, scale))
+    return claims
+
+
+# ------------------------------------------------------------------------------------------ tables
+def _markdown(df: pd.DataFrame) -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for _, r in df.iterrows():
+        lines.append("| " + " | ".join("" if pd.isna(v) else (f"{v:.1f}" if isinstance(v, float) else str(v)) for v in r) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _write_table(df: pd.DataFrame, csv_path: str, md_path: str, title: str) -> None:
+    from featlearn.io import atomic_open
+
+    with atomic_open(csv_path, newline="") as fh:
+        df.to_csv(fh, index=False, float_format="%.4f")
+    write_text(md_path, f"# {title}\n\n" + _markdown(df))
+
+
+def table6(inputs: Inputs, files: list[str], cfg: dict, scale: str) -> list[Claim]:
+    """Table 6: extracted units per class next to the paper's; claim 1 (split sizes, SST token counts)."""
+    rows = []
+    for (dataset, kind), paper in PAPER_TABLE6.items():
+        if dataset not in inputs.extracted:
+            continue
+        units = inputs.units(dataset, kind)
+        for cls, n_paper in sorted(paper.items()):
+            label = (AG_CLASSES[cls] if dataset == "ag_news" else ("+" if cls == 1 else "-"))
+            rows.append({"dataset": DATASET_LABELS[dataset], "unit": kind, "class": label,
+                         "measured": int((units["cls"] == cls).sum()), "paper": n_paper})
+    if "sstwsub" in inputs.extracted:
+        ph = inputs.units("sstwsub", "phrase")
+        for cls, n_paper in ((1, 17), (0, 48)):  # Fig. 9 [P]: 65 negation phrases
+            rows.append({"dataset": "SSTwsub", "unit": "negation phrase", "class": "+" if cls else "-",
+                         "measured": int((ph["cls"] == cls).sum()), "paper": n_paper})
+    df = pd.DataFrame(rows)
+    _write_table(df, files[0], files[1], f"Table 6: extracted units (scale: {scale}; adjectives by lemminflect, "
+                 "the paper used textblob)")
+    claims = []
+    for (dataset, split), n in PAPER_SPLITS.items():
+        if dataset in inputs.stats:
+            stats = json.loads(Path(inputs.stats[dataset]).read_text())
+            claims.append(check(PAPER, f"1-{dataset}-{split}-size", "table6", f"{DATASET_LABELS[dataset]} {split} "
+                                f"split has {n:,} instances (Table 2)", "instances", stats["splits"][split]["n"],
+                                "==", n, scale))
+    if "sst" in inputs.extracted:
+        units = inputs.units("sst", "token")
+        for cls, n in PAPER_TABLE6[("sst", "token")].items():
+            sign = "pos" if cls == 1 else "neg"
+            claims.append(check(PAPER, f"1-sst-{sign}-tokens", "table6", f"SST: extracted {sign} tokens within 5 of {n}",
+                                "extracted tokens", int((units["cls"] == cls).sum()), "==", n, scale, within=5))
+    return claims
+
+
+def _accuracy(summary: pd.DataFrame) -> pd.DataFrame:
+    return summary.groupby(["activation", "sigma_v"])[["dev_accuracy", "test_accuracy"]].agg(["mean", "count"])
+
+
+def table3(inputs: Inputs, files: list[str], cfg: dict, scale: str) -> list[Claim]:
+    """Table 3: MLP accuracy per activation and sigma_v setting, mean over seeds, next to the paper's.
+    Claim 4 (the shape on SST, and closeness to the paper's values)."""
+    sv = cfg["sigma_v"]
+    setting = {sv[0]: "I", sv[1]: "II"}
+    rows = []
+    for job in sorted(inputs.jobs):
+        dataset = job.rsplit("_mlp", 1)[0]
+        s = inputs.job(job, "summary")
+        for (act, s_v), g in s.groupby(["activation", "sigma_v"]):
+            name = setting.get(min(setting, key=lambda x: abs(x - s_v)))
+            for split in ("dev", "test"):
+                paper = PAPER_TABLE3.get((dataset, split))
+                p = paper[TABLE3_COLUMNS.index((act, name))] if paper else None
+                rows.append({"dataset": DATASET_LABELS[dataset], "split": "valid" if split == "dev" else "test",
+                             "activation": act, "setting": name, "sigma_v": s_v,
+                             "measured": 100 * g[f"{split}_accuracy"].mean(), "paper": p, "trials": len(g)})
+    df = pd.DataFrame(rows)
+    _write_table(df, files[0], files[1], f"Table 3: MLP accuracy (%), mean of trials (scale: {scale})")
+    claims = []
+    sst = df[(df["dataset"] == "SST") & (df["split"] == "test")].set_index(["activation", "setting"])["measured"]
+    if not sst.empty:
+        claims.append(check(PAPER, "4-sst-relu-drop", "table3", "SST, MLP-ReLU: test accuracy drops by >= 5 points "
+                            "from setting I to II", "acc(I) - acc(II), points", sst[("relu", "I")] - sst[("relu", "II")],
+                            ">=", 5, scale))
+        for act in ("tanh", "gelu", "silu"):
+            if (act, "I") in sst.index:
+                claims.append(check(PAPER, f"4-sst-{act}-stable", "table3", f"SST, MLP-{act}: test accuracy changes by "
+                                    "<= 1.5 points from setting I to II", "|acc(I) - acc(II)|, points",
+                                    abs(sst[(act, "I")] - sst[(act, "II")]), "<=", 1.5, scale))
+    both = df.dropna(subset=["paper"])
+    if not both.empty:
+        claims.append(check(PAPER, "4-table3-values", "table3", "Table 3 accuracies within 3 points of the paper's "
+                            "(paper scale)", "max |measured - paper|, points",
+                            float((both["measured"] - both["paper"]).abs().max()), "<=", 3, scale))
+    return claims
+
+
+def table5(inputs: Inputs, files: list[str], cfg: dict, scale: str) -> list[Claim]:
+    """Table 5: accuracy of MLP (ReLU), CNN, SA, MV, L-RNN at setting I, next to the paper's. Claim 4."""
+    sv0 = cfg["sigma_v"][0]
+    rows = []
+    for job in sorted(inputs.jobs):
+        dataset, model = job.rsplit("_", 1)
+        if model not in TABLE5_MODELS:
+            continue
+        s = select(inputs.job(job, "summary"), "relu", sv0)
+        for split in ("dev", "test"):
+            paper = PAPER_TABLE5.get((dataset, split))
+            rows.append({"dataset": DATASET_LABELS[dataset], "split": "valid" if split == "dev" else "test",
+                         "model": MODEL_LABELS[model], "measured": 100 * s[f"{split}_accuracy"].mean(),
+                         "paper": paper[TABLE5_MODELS.index(model)] if paper else None, "trials": len(s)})
+    df = pd.DataFrame(rows)
+    _write_table(df, files[0], files[1], f"Table 5: accuracy (%), Adagrad, sigma_v={sv0:g} (scale: {scale}; "
+                 "paper '-' = unstable)")
+    both = df.dropna(subset=["paper"])
+    if both.empty:
+        return []
+    return [check(PAPER, "4-table5-values", "table5", "Table 5 accuracies within 3 points of the paper's (paper scale)",
+                  "max |measured - paper|, points", float((both["measured"] - both["paper"]).abs().max()),
+                  "<=", 3, scale)]
+
+
+# --------------------------------------------------------------------------------------------- entry
+def make(figure: str, tables: list[str], files: list[str], cfg: dict, scale: str, dpi: int) -> list[Claim]:
+    """Build one figure or table; return its claims."""
+    inputs = Inputs(tables)
+    if figure == "table6":
+        return table6(inputs, files, cfg, scale)
+    if figure == "table3":
+        return table3(inputs, files, cfg, scale)
+    if figure == "table5":
+        return table5(inputs, files, cfg, scale)
+    makers = {
+        "2": fig2, "3": fig3, "4": fig4, "9": fig9, "12": fig12, "13": fig13,
+        "6": lambda *a: fig_negation(*a, figure="6"), "8": lambda *a: fig_negation(*a, figure="8"),
+        "10": lambda *a: fig_pairs(*a, figure="10"), "11": lambda *a: fig_pairs(*a, figure="11"),
+    }
+    if figure not in makers:
+        raise ValueError(f"unknown figure {figure!r}")
+    return makers[figure](inputs, files, cfg, scale, dpi)
+
