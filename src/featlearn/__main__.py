@@ -108,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     from featlearn.features.lm_cli import register as register_features_lm
 
     register_features_lm(sub)
+    from featlearn.features.cli import register as register_features
+
+    register_features(sub)
     return parser
 
 
