@@ -49,7 +49,7 @@ def extract_table(cfg: dict, dataset: str, rows: list[tuple[int, str]]) -> pd.Da
     ratio = cfg["ratio"]
     if dataset == "sstwsub":
         adj_cfg, bi_cfg = cfg["adjectives"], cfg["bigrams"]
-        adjectives = X.extract_adjectives(rows, lambda t: X.lemminflect_adjective(t, exclusive=adj_cfg["exclusive"]),
+        adjectives = X.extract_adjectives(rows, lambda t: X.lemminflect_adjective(t, adj_cfg["max_classes"]),
                                           ratio, adj_cfg["min_count"])
         bigrams = X.extract(X.bigram_counts(rows, 2), ratio, bi_cfg["min_count"])
         phrases = X.negation_phrases(rows, NEGATORS, cfg["phrases"]["max_words"])
@@ -164,7 +164,10 @@ def train_job(cfg: dict, data_dir: str | None, extracted_csv: str | None, scores
 
     rows, vocab = load_splits(cfg, data_dir)
     index = {w: i for i, w in enumerate(vocab)}
+    from featlearn.devices import resolve_device
+
     settings = Settings.from_dict(cfg["settings"])
+    settings = Settings.from_dict({**cfg["settings"], "device": resolve_device(settings.device)})
     enc = {s: encode(r, index, settings.max_len) for s, r in rows.items()}
     if cfg["dataset"] == "synthetic":
         extracted = synthetic_extracted(cfg["synthetic"])

@@ -134,17 +134,17 @@ def extract_adjectives(rows: Rows, is_adjective: Callable[[str], bool], ratio: f
     return df[df["unit"].map(is_adjective)].reset_index(drop=True)
 
 
-def lemminflect_adjective(token: str, exclusive: bool = False) -> bool:
+def lemminflect_adjective(token: str, max_classes: int = 0) -> bool:
     """True when lemminflect's bundled lemma tables know ``token`` as an adjective (no download needed);
-    with ``exclusive``, only when adjective is the token's one word class there (drops "left", "mean",
-    "waste": words that are mostly verbs or nouns). Requires the ``lemminflect`` package."""
+    with ``max_classes`` > 0, only when the token has at most that many word classes there (2 keeps "good"
+    (adjective, noun) and "dull" (adjective, verb) and drops "left", "mean", "waste", words that are
+    mostly verbs or nouns). Requires the ``lemminflect`` package."""
     try:
         import lemminflect
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise RuntimeError("the adjective filter needs the 'lemminflect' package (pip install lemminflect)") from exc
-    if exclusive:
-        return set(lemminflect.getAllLemmas(token)) == {"ADJ"}
-    return "ADJ" in lemminflect.getAllLemmas(token, upos="ADJ")
+    classes = lemminflect.getAllLemmas(token)
+    return "ADJ" in classes and (max_classes <= 0 or len(classes) <= max_classes)
 
 
 def negation_phrases(rows: Rows, negators: Sequence[str] = ("not", "never", "hardly"), max_words: int = 10) -> list[tuple[int, str]]:

@@ -169,9 +169,9 @@ def draw_token_curves(ax, df: pd.DataFrame, title: str, max_lines: int = 400) ->
     wide = df.pivot_table(index="epoch", columns="unit", values="score", aggfunc="first")
     pol = df.drop_duplicates("unit").set_index("unit")["polarity"]
     for sign, colour in ((1, POS), (-1, NEG)):
-        cols = [u for u in wide.columns if pol.get(u) == sign][:max_lines]
+        cols = [u for u in wide.columns if pol.get(u) == sign]
         if cols:
-            ax.plot(wide.index, wide[cols].to_numpy(), color=colour, alpha=0.15, lw=0.6)
+            ax.plot(wide.index, wide[cols[:max_lines]].to_numpy(), color=colour, alpha=0.15, lw=0.6)
             ax.plot([], [], color=colour, label=f"{'pos' if sign > 0 else 'neg'} tokens ({len(cols)})")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_title(title)
