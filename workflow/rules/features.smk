@@ -15,7 +15,10 @@ PAPER_CLAIMS["features"] += []
 
 # ---- classification models, extraction, theory (Figs. 2-4, 6, 8-13; Tables 3, 5, 6) ----
 # Extraction (Table 6) per dataset; one training job per (dataset, model, optimiser) that trains every
-# activation, sigma_v and seed it needs at once; the linear NTK flow on SST; figures read only tables.
+# activation, sigma_v and seed it needs at once (job table: featlearn/features/jobs.py); the linear NTK
+# flow on SST; figures and tables read only the tidy tables.
+from featlearn.features import jobs as FJ
+
 FT = f"{RESULTS}/features"
 FT_CFG = config["features"]["cls"]
 FT_EXTRACT_CODE = code_hash("features/extract.py", "features/experiments.py")
@@ -24,129 +27,21 @@ FT_TRAIN_CODE = code_hash(
 )
 FT_THEORY_CODE = code_hash("features/theory.py", "features/experiments.py")
 FT_PLOT = code_hash("features/figures.py", "plotting.py", "claims.py")
-FT_ACTS = FT_CFG["activations"]
-FT_SV = FT_CFG["sigma_v"]
-FT_SV1 = FT_SV[:1]  # setting I only (Table 5, negation, synthetic)
-# job -> (dataset, model, optimiser, activations, sigma_v, probes); which figure reads it in comments.
-FT_JOBS = {
-    "sst_mlp": ("sst", "mlp", "adagrad", FT_ACTS, FT_SV, "tokens"),  # Fig. 2, 10; Tables 3, 5
-    "sst_cnn": ("sst", "cnn", "adagrad", ["relu"], FT_SV, "tokens"),  # Fig. 2b,e; Table 5
-    "sst_sa": ("sst", "sa", "adagrad", ["relu"], FT_SV, "tokens"),  # Fig. 2c,f; Table 5
-    "sst_sa_mlp": ("sst", "sa_mlp", "adagrad", ["relu"], FT_SV, "tokens"),  # Fig. 2i
-    "sst_mlp_adam": ("sst", "mlp", "adam", ["relu"], FT_SV, "tokens"),  # Fig. 11
-    "sst_mv": ("sst", "mv", "adagrad", ["relu"], FT_SV1, "none"),  # Table 5, claim 5
-    "sst_lrnn": ("sst", "lrnn", "adagrad", ["relu"], FT_SV1, "none"),  # Table 5
-    "sstwsub_mv": ("sstwsub", "mv", "adagrad", ["relu"], FT_SV1, "bigrams"),  # Figs. 3, 6c
-    "sstwsub_sa": ("sstwsub", "sa", "adagrad", ["relu"], FT_SV1, "negation"),  # Figs. 6, 9
-    "sstwsub_cnn": ("sstwsub", "cnn", "adagrad", ["relu"], FT_SV1, "negation"),  # Fig. 8
-    "sstwsub_tr": ("sstwsub", "tr", "adagrad", ["relu"], FT_SV1, "negation"),  # Fig. 8
-    "sstwsub_mlp": ("sstwsub", "mlp", "adagrad", ["relu"], FT_SV1, "none"),  # Table 5
-    "sstwsub_lrnn": ("sstwsub", "lrnn", "adagrad", ["relu"], FT_SV1, "none"),  # Table 5
-    "imdb_mlp": ("imdb", "mlp", "adagrad", FT_ACTS, FT_SV, "tokens"),  # Fig. 13a,c; Tables 3, 5
-    "imdb_cnn": ("imdb", "cnn", "adagrad", ["relu"], FT_SV1, "tokens"),  # Fig. 13b; Table 5
-    "imdb_sa": ("imdb", "sa", "adagrad", ["relu"], FT_SV1, "tokens"),  # claim 2; Table 5
-    "imdb_mv": ("imdb", "mv", "adagrad", ["relu"], FT_SV1, "none"),  # Table 5
-    "imdb_lrnn": ("imdb", "lrnn", "adagrad", ["relu"], FT_SV1, "none"),  # Table 5
-    "ag_news_sa": ("ag_news", "sa", "adagrad", ["relu"], FT_SV1, "tokens"),  # Fig. 4; Table 5
-    "ag_news_mlp": ("ag_news", "mlp", "adagrad", FT_ACTS, FT_SV, "none"),  # Tables 3, 5
-    "ag_news_cnn": ("ag_news", "cnn", "adagrad", ["relu"], FT_SV1, "none"),  # Table 5
-    "ag_news_mv": ("ag_news", "mv", "adagrad", ["relu"], FT_SV1, "none"),  # Table 5
-    "ag_news_lrnn": ("ag_news", "lrnn", "adagrad", ["relu"], FT_SV1, "none"),  # Table 5
-    "synthetic_lrnn": ("synthetic", "lrnn", "adagrad", ["relu"], FT_SV1, "positions"),  # Fig. 12
-}
-FT_DATASETS = ("sst", "sstwsub", "imdb", "ag_news")
-FT_ON = {d: dataset_on(d) for d in FT_DATASETS} | {"synthetic": True}
-FT_TABLE_DATASETS = [d for d in FT_DATASETS if FT_ON[d]]
-
-
-def ft_job_tables(job, table="summary"):
-    return f"{FT}/train/{job}/{table}.csv"
-
-
-def ft_jobs_on(*jobs):
-    """The jobs whose dataset is available in this run."""
-    return [j for j in jobs if FT_ON[FT_JOBS[j][0]]]
-
-
-def ft_job_settings(job):
-    dataset, kind, optimizer, acts, sigma_v, probe = FT_JOBS[job]
-    ds = FT_CFG["datasets"][dataset]
-    train = dict(FT_CFG["train"])
-    train.update(
-        kind=kind,
-        optimizer=optimizer,
-        epochs=ds["epochs"],
-        lr=FT_CFG["adam_lr"] if optimizer == "adam" else ds["lr"],
-        max_len=ds["max_len"],
-        device=config["device"],
-        threads=FT_CFG["threads"],
-    )
-    return {
-        "dataset": dataset,
-        "activations": acts,
-        "sigma_v": sigma_v,
-        "seeds": [config["seed"] + i for i in range(ds["seeds"])],
-        "probe": probe,
-        "ks": FT_CFG["synthetic"]["ks"],
-        "max_train": ds["max_train"],
-        "max_eval": ds["max_eval"],
-        "subsample_seed": config["seed"],
-        "synthetic": FT_CFG["synthetic"],
-        "settings": train,
-    }
-
-
-def ft_job_inputs(wildcards):
-    dataset = FT_JOBS[wildcards.job][0]
-    if dataset == "synthetic":
-        return []
-    out = [prepared(dataset, f) for f in ("train.tsv", "dev.tsv", "test.tsv", "vocab.json")]
-    return out + [f"{FT}/extracted/{dataset}.csv"]
-
-
-def ft_fig_settings(**extra):
-    return json.dumps(
-        {"sigma_v": FT_SV, "activations": FT_ACTS} | extra, sort_keys=True
-    )
-
-
-_ft_off = [d for d in FT_DATASETS if not FT_ON[d]]
-for _d in _ft_off:
-    _what = {
-        "sst": "Figs. 2, 10, 11; Table 6 row SST; claims 1-4, 10",
-        "sstwsub": "Figs. 3, 6, 8, 9; Table 6 rows SSTwsub; claims 5, 7",
-        "imdb": "Fig. 13; Table 6 row IMDB; IMDB columns of Tables 3, 5",
-        "ag_news": "Fig. 4 (claim 6); Table 6 row Agnews; Agnews columns of Tables 3, 5",
-    }[_d]
-    SKIPPED[f"features {_what}"] = f"dataset {_d} is not available"
-
-if FT_TABLE_DATASETS:
-    PAPER_TARGETS["features"] += [
-        f"{FT}/table6.md",
-        f"{FT}/table3.md",
-        f"{FT}/table5.md",
-    ]
-    PAPER_CLAIMS["features"] += [
-        f"{FT}/claims/table6.csv",
-        f"{FT}/claims/table3.csv",
-        f"{FT}/claims/table5.csv",
-    ]
-FT_FIGURES = {
-    # figure -> (datasets it needs, training jobs it reads)
-    "2": (("sst",), ["sst_mlp", "sst_cnn", "sst_sa", "sst_sa_mlp"]),
-    "10": (("sst",), ["sst_mlp"]),
-    "11": (("sst",), ["sst_mlp_adam"]),
-    "3": (("sst", "sstwsub"), ["sstwsub_mv", "sst_mv"]),
-    "6": (("sstwsub",), ["sstwsub_sa", "sstwsub_mv"]),
-    "8": (("sstwsub",), ["sstwsub_cnn", "sstwsub_tr"]),
-    "9": (("sstwsub",), ["sstwsub_sa"]),
-    "12": ((), ["synthetic_lrnn"]),
-    "13": (("imdb",), ["imdb_mlp", "imdb_cnn", "imdb_sa"]),
-    "4": (("ag_news",), ["ag_news_sa"]),
-}
+FT_FIG_SETTINGS = json.dumps(
+    {"sigma_v": FT_CFG["sigma_v"], "activations": FT_CFG["activations"]},
+    sort_keys=True,
+)
+FT_ON = [d for d in FJ.DATASETS if dataset_on(d)]
 FT_FIGURES_ON = [
-    n for n, (needs, _) in FT_FIGURES.items() if all(FT_ON[d] for d in needs)
+    n for n, (needs, _) in FJ.FIGURES.items() if all(d in FT_ON for d in needs)
 ]
+for _d in FJ.DATASETS:
+    if _d not in FT_ON:
+        SKIPPED[f"features {FJ.USES[_d]}"] = f"dataset {_d} is not available"
+
+if FT_ON:
+    PAPER_TARGETS["features"] += [f"{FT}/table{n}.md" for n in (6, 3, 5)]
+    PAPER_CLAIMS["features"] += [f"{FT}/claims/table{n}.csv" for n in (6, 3, 5)]
 PAPER_TARGETS["features"] += [f"{FIGURES}/features/fig{n}.png" for n in FT_FIGURES_ON]
 PAPER_CLAIMS["features"] += [f"{FT}/claims/{n}.csv" for n in FT_FIGURES_ON]
 
@@ -161,7 +56,7 @@ rule features_extract:
     benchmark:
         f"{BENCH}/features/extract_{{dataset}}.tsv"
     wildcard_constraints:
-        dataset="|".join(FT_DATASETS),
+        dataset="|".join(FJ.DATASETS),
     conda:
         ENV
     threads: 1
@@ -178,7 +73,7 @@ rule features_extract:
 
 rule features_train:
     input:
-        ft_job_inputs,
+        lambda wc: FJ.job_inputs(wc.job, PREPARED_DIR, FT),
     output:
         scores=f"{FT}/train/{{job}}/scores.csv",
         metrics=f"{FT}/train/{{job}}/metrics.csv",
@@ -188,21 +83,23 @@ rule features_train:
     benchmark:
         f"{BENCH}/features/train_{{job}}.tsv"
     wildcard_constraints:
-        job="|".join(FT_JOBS),
+        job="|".join(FJ.JOBS),
     conda:
         ENV
     threads: FT_CFG["threads"]
     resources:
-        mem_mb=lambda wc: 6000 if FT_JOBS[wc.job][0] in ("imdb", "ag_news") else 3000,
+        mem_mb=lambda wc: 6000 if FJ.JOBS[wc.job][0] in ("imdb", "ag_news") else 3000,
         runtime=60,
         gpu=1 if config["device"] != "cpu" else 0,
     params:
-        settings=lambda wc: json.dumps(ft_job_settings(wc.job), sort_keys=True),
-        data_dir=lambda wc: f"{PREPARED_DIR}/{FT_JOBS[wc.job][0]}",
+        settings=lambda wc: json.dumps(
+            FJ.job_settings(FT_CFG, wc.job, config["seed"], config["device"]),
+            sort_keys=True,
+        ),
         code=FT_TRAIN_CODE,
     shell:
         "python -m featlearn features-compute --experiment train --settings {params.settings:q}"
-        " --data-dir {params.data_dir} --inputs {input} --threads {threads}"
+        " --inputs {input} --threads {threads}"
         " --out {output.scores} {output.metrics} {output.summary} > {log} 2>&1"
 
 
@@ -227,30 +124,26 @@ rule features_theory:
     params:
         settings=json.dumps(
             FT_CFG["theory"]
+            | {k: FT_CFG["train"][k] for k in ("sigma_e", "sigma_w", "d")}
             | {
-                k: FT_CFG["train"][k]
-                for k in ("sigma_e", "sigma_w", "d")
-            }
-            | {
-                "sigma_v": FT_SV,
+                "sigma_v": FT_CFG["sigma_v"],
                 "seed": config["seed"],
                 "subsample_seed": config["seed"],
                 "max_train": FT_CFG["datasets"]["sst"]["max_train"],
             },
             sort_keys=True,
         ),
-        data_dir=f"{PREPARED_DIR}/sst",
         code=FT_THEORY_CODE,
     shell:
         "python -m featlearn features-compute --experiment theory --settings {params.settings:q}"
-        " --data-dir {params.data_dir} --inputs {input.extracted}"
+        " --inputs {input.train} {input.vocab} {input.extracted}"
         " --out {output.curves} {output.scores} > {log} 2>&1"
 
 
 rule table_features_6:
     input:
-        extracted=[f"{FT}/extracted/{d}.csv" for d in FT_TABLE_DATASETS],
-        stats=[prepared(d, "stats.json") for d in FT_TABLE_DATASETS],
+        extracted=[f"{FT}/extracted/{d}.csv" for d in FT_ON],
+        stats=[prepared(d, "stats.json") for d in FT_ON],
     output:
         csv=f"{FT}/table6.csv",
         md=report(
@@ -273,83 +166,46 @@ rule table_features_6:
         " --scale {params.scale} > {log} 2>&1"
 
 
-rule table_features_3:
-    input:
-        [ft_job_tables(j) for j in ft_jobs_on("sst_mlp", "ag_news_mlp", "imdb_mlp")],
-    output:
-        csv=f"{FT}/table3.csv",
-        md=report(
-            f"{FT}/table3.md",
-            caption="../report/features_table3.rst",
-            category="features",
-        ),
-        claims=f"{FT}/claims/table3.csv",
-    log:
-        f"{LOGS}/features/table3.log",
-    localrule: True
-    conda:
-        ENV
-    params:
-        settings=ft_fig_settings(),
-        scale=SCALE,
-        code=FT_PLOT,
-    shell:
-        "python -m featlearn features-figure --figure table3 --tables {input}"
-        " --figures {output.csv} {output.md} --claims {output.claims}"
-        " --settings {params.settings:q} --scale {params.scale} > {log} 2>&1"
+# Tables 3 and 5: accuracies next to the paper's (table_features_3, table_features_5).
+for _n in ("3", "5"):
 
-
-rule table_features_5:
-    input:
-        [
-            ft_job_tables(f"{d}_{m}")
-            for d in FT_TABLE_DATASETS
-            for m in ("mlp", "cnn", "sa", "mv", "lrnn")
-            if f"{d}_{m}" in FT_JOBS
-        ],
-    output:
-        csv=f"{FT}/table5.csv",
-        md=report(
-            f"{FT}/table5.md",
-            caption="../report/features_table5.rst",
-            category="features",
-        ),
-        claims=f"{FT}/claims/table5.csv",
-    log:
-        f"{LOGS}/features/table5.log",
-    localrule: True
-    conda:
-        ENV
-    params:
-        settings=ft_fig_settings(),
-        scale=SCALE,
-        code=FT_PLOT,
-    shell:
-        "python -m featlearn features-figure --figure table5 --tables {input}"
-        " --figures {output.csv} {output.md} --claims {output.claims}"
-        " --settings {params.settings:q} --scale {params.scale} > {log} 2>&1"
-
-
-def ft_figure_inputs(n):
-    """The tables figure n reads: its jobs' scores, metrics and summaries, the extracted units of its
-    datasets, and (Fig. 2) the theory flow."""
-    needs, jobs = FT_FIGURES[n]
-    tables = [ft_job_tables(j, t) for j in jobs for t in ("scores", "metrics", "summary")]
-    datasets = sorted({FT_JOBS[j][0] for j in jobs} - {"synthetic"})
-    tables += [f"{FT}/extracted/{d}.csv" for d in datasets]
-    if n == "2":
-        tables += [f"{FT}/theory/curves.csv", f"{FT}/theory/scores.csv"]
-    return tables
+    rule:
+        name:
+            f"table_features_{_n}"
+        input:
+            FJ.table_inputs(_n, FT, FT_ON),
+        output:
+            csv=f"{FT}/table{_n}.csv",
+            md=report(
+                f"{FT}/table{_n}.md",
+                caption=f"../report/features_table{_n}.rst",
+                category="features",
+            ),
+            claims=f"{FT}/claims/table{_n}.csv",
+        log:
+            f"{LOGS}/features/table{_n}.log",
+        localrule: True
+        conda:
+            ENV
+        params:
+            n=_n,
+            settings=FT_FIG_SETTINGS,
+            scale=SCALE,
+            code=FT_PLOT,
+        shell:
+            "python -m featlearn features-figure --figure table{params.n} --tables {input}"
+            " --figures {output.csv} {output.md} --claims {output.claims}"
+            " --settings {params.settings:q} --scale {params.scale} > {log} 2>&1"
 
 
 # One rule per figure: fig_features_2, fig_features_3, ...
-for _n in FT_FIGURES:
+for _n in FJ.FIGURES:
 
     rule:
         name:
             f"fig_features_{_n}"
         input:
-            ft_figure_inputs(_n),
+            FJ.figure_inputs(_n, FT),
         output:
             png=report_figure(f"features/fig{_n}", "features", f"features_fig{_n}.rst"),
             other=other_formats(f"features/fig{_n}"),
@@ -361,7 +217,7 @@ for _n in FT_FIGURES:
             ENV
         params:
             n=_n,
-            settings=ft_fig_settings(),
+            settings=FT_FIG_SETTINGS,
             scale=SCALE,
             dpi=config["report"]["dpi"],
             code=FT_PLOT,
@@ -369,7 +225,6 @@ for _n in FT_FIGURES:
             "python -m featlearn features-figure --figure {params.n} --tables {input}"
             " --figures {output.png} {output.other} --claims {output.claims}"
             " --settings {params.settings:q} --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
-
 
 
 # ---- language models (Figs. 5, 7) ----

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from featlearn.cliutil import add_figure_arguments
 
@@ -25,11 +26,17 @@ def _compute(args) -> None:
         ex._write_csv(table, args.out[0])
         counts = table.groupby(["kind", "cls"]).size()
         print(f"{args.dataset}: extracted\n{counts.to_string()}")
-    elif args.experiment == "train":
-        extracted = next((p for p in args.inputs if "/extracted/" in p), None)
-        ex.train_job(cfg, args.data_dir, extracted, *args.out)
     else:
-        ex.theory_job(cfg, args.data_dir, args.inputs[0], *args.out)
+        # the prepared dataset's folder is that of its vocabulary; the extraction table ends the inputs
+        vocab = next((p for p in args.inputs if os.path.basename(p) == "vocab.json"), None)
+        data_dir = os.path.dirname(vocab) if vocab else None
+        extracted = next((p for p in args.inputs if os.path.basename(os.path.dirname(p)) == "extracted"), None)
+        if args.experiment == "train":
+            ex.train_job(cfg, data_dir, extracted, *args.out)
+        else:
+            if data_dir is None or extracted is None:
+                raise ValueError("theory needs the SST vocab.json (beside train.tsv) and the extraction table")
+            ex.theory_job(cfg, data_dir, extracted, *args.out)
 
 
 def _figure(args) -> None:
@@ -50,8 +57,8 @@ def register(sub) -> None:
     p.add_argument("--experiment", required=True, choices=EXPERIMENTS)
     p.add_argument("--settings", required=True, help="JSON object of the experiment's settings")
     p.add_argument("--dataset", default=None, help="extract: name of the prepared dataset")
-    p.add_argument("--data-dir", default=None, help="train/theory: prepared dataset folder")
-    p.add_argument("--inputs", nargs="*", default=[], help="input files (extract: train.tsv; others: the extraction table)")
+    p.add_argument("--inputs", nargs="*", default=[],
+                   help="extract: train.tsv; train/theory: the prepared splits, vocab.json and the extraction table")
     p.add_argument("--out", nargs="+", required=True)
     p.add_argument("--threads", type=int, default=1)
     p.set_defaults(func=_compute)
