@@ -256,3 +256,33 @@ def test_cli_extract_and_bad_inputs(tmp_path):
         ex.train_job({**_job_cfg("synthetic", "lrnn", "positions"), "settings": {"kind": "lrnn", "bogus": 1}},
                      None, None, *(str(tmp_path / f"{t}.csv") for t in "abc"))
     assert not math.isnan(F.token_stats(pd.DataFrame({"seed": [1, 1], "score": [1.0, -1.0], "polarity": [1, -1]}))["beta"])
+
+
+def test_job_table_settings_and_inputs():
+    from featlearn.features import jobs as FJ
+
+    cls = {
+        "activations": ["relu", "tanh"], "sigma_v": [0.1, 0.001], "threads": 1, "adam_lr": 1e-3,
+        "train": {"batch": 64}, "synthetic": {"ks": [0, 2, 4]},
+        "datasets": {d: {"epochs": 3, "lr": 0.01, "seeds": 2, "max_train": 0, "max_eval": 0, "max_len": 0}
+                     for d in ("sst", "sstwsub", "imdb", "ag_news", "synthetic")},
+    }
+    mlp = FJ.job_settings(cls, "sst_mlp", 7, "cpu")
+    assert mlp["activations"] == ["relu", "tanh"] and mlp["sigma_v"] == [0.1, 0.001] and mlp["seeds"] == [7, 8]
+    assert mlp["settings"]["kind"] == "mlp" and mlp["settings"]["lr"] == 0.01
+    adam = FJ.job_settings(cls, "sst_mlp_adam", 7, "cpu")
+    assert adam["settings"]["optimizer"] == "adam" and adam["settings"]["lr"] == 1e-3 and adam["activations"] == ["relu"]
+    assert FJ.job_settings(cls, "sst_mv", 7, "cpu")["sigma_v"] == [0.1]
+    with pytest.raises(ValueError, match="unknown training job"):
+        FJ.job_settings(cls, "sst_rnn", 7, "cpu")
+    assert FJ.job_inputs("synthetic_lrnn", "p", "f") == []
+    assert FJ.job_inputs("imdb_sa", "p", "f")[-2:] == ["p/imdb/vocab.json", "f/extracted/imdb.csv"]
+    fig2 = FJ.figure_inputs("2", "f")
+    assert "f/train/sst_sa_mlp/scores.csv" in fig2 and "f/theory/curves.csv" in fig2 and "f/extracted/sst.csv" in fig2
+    assert FJ.table_inputs("3", "f", ["sst", "imdb"]) == ["f/train/sst_mlp/summary.csv", "f/train/imdb_mlp/summary.csv"]
+    assert len(FJ.table_inputs("5", "f", ["sst"])) == 5
+    # every job a figure reads exists, and every model kind is one the trainer knows
+    from featlearn.features.models import KINDS
+
+    assert all(j in FJ.JOBS for _, jobs in FJ.FIGURES.values() for j in jobs)
+    assert all(kind in KINDS for _, kind, *_ in FJ.JOBS.values())
