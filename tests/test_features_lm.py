@@ -253,3 +253,40 @@ def test_cli_is_registered():
     with pytest.raises(SystemExit):
         build_parser().parse_args(["features-lm-compute", "--experiment", "word", "--dataset", "ptb", "--settings", "{}",
                                    "--inputs", "a", "b", "--out", "x", "y", "--work-dir", "w"])  # three inputs needed
+
+
+# --- the compute entry points: tables from prepared files, byte-identical on rerun -------------------------
+
+
+def _prepared(tmp_path, n_vocab: int = 6):
+    from featlearn.data.prepare import write_vocab
+    from featlearn.io import save_tensor
+
+    stream = torch.randint(n_vocab, (300,), generator=torch.Generator().manual_seed(0))  # every pair occurs
+    save_tensor(tmp_path / "train.pt", stream)
+    save_tensor(tmp_path / "valid.pt", stream[:120])
+    write_vocab(tmp_path / "vocab.json", ["\n", " ", "a", "NA", "$", "e"][:n_vocab])
+    return [str(tmp_path / f) for f in ("train.pt", "valid.pt", "vocab.json")]
+
+
+@pytest.mark.parametrize("kind", ["word", "char"])
+def test_runs_write_identical_tables_twice(tmp_path, one_thread, kind):
+    inputs = _prepared(tmp_path)
+    if kind == "word":
+        settings = dict(n_layer=1, n_head=2, d_model=8, d_ff=8, dropout=0.2, lr=1.0, clip=0.5, batch_size=4, bptt=5,
+                        iterations=6, log_every=3, checkpoint_every=3, val_windows=2, seed=1)
+        run = L.word_run
+    else:
+        settings = dict(TINY, iterations=6, eval_every=3, checkpoint_every=3)
+        run = L.char_run
+    settings |= {"n_frequent": 4, "top_k": 2}
+    outs = []
+    for rep in ("a", "b"):
+        log, logits = tmp_path / rep / "log.csv", tmp_path / rep / "logits.csv"
+        run(settings, "toy", *inputs, str(log), str(logits), work_dir=str(tmp_path / rep / "resume"), device="cpu")
+        outs.append((log.read_bytes(), logits.read_bytes()))
+    assert outs[0] == outs[1]
+    df, logs = read_tables([str(tmp_path / "a" / "logits.csv"), str(tmp_path / "a" / "log.csv")])
+    assert df["token_rank"].nunique() == 4 and set(df["group"]) == {"top", "bottom"}
+    assert "NA" in set(df["target"]) | set(df["token"])  # read back verbatim
+    assert set(logs["metric"]) == {"train_loss", "val_loss"} and logs["step"].max() == 6
