@@ -536,12 +536,28 @@ def _markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_table(df: pd.DataFrame, csv_path: str, md_path: str, title: str) -> None:
+def _write_table(df: pd.DataFrame, csv_path: str, md_path: str, title: str, columns: list[str] | None = None,
+                 order: list[str] | None = None) -> None:
+    """The tidy table as CSV; as markdown either as is or (``columns`` given) one row per dataset and
+    split with a "measured (paper)" cell per column value."""
     from featlearn.io import atomic_open
 
     with atomic_open(csv_path, newline="") as fh:
         df.to_csv(fh, index=False, float_format="%.4f")
-    write_text(md_path, f"# {title}\n\n" + _markdown(df))
+    if columns:
+        cell = df.apply(lambda r: f"{r['measured']:.1f} ({'-' if pd.isna(r['paper']) else format(r['paper'], '.1f')})", axis=1)
+        wide = df.assign(column=df[columns].astype(str).agg(" ".join, axis=1), cell=cell)
+        present = set(wide["column"])
+        order = [c for c in (order or list(dict.fromkeys(wide["column"]))) if c in present]
+        rows = list(dict.fromkeys(zip(wide["dataset"], wide["split"])))
+        wide = wide.pivot_table(index=["dataset", "split"], columns="column", values="cell", aggfunc="first")
+        wide = wide.reindex(index=pd.MultiIndex.from_tuples(rows), columns=order).reset_index()
+        wide.columns = ["dataset", "split"] + order
+        body = _markdown(wide.fillna(""))
+        note = "\nCells: measured (paper), %.\n"
+    else:
+        body, note = _markdown(df), ""
+    write_text(md_path, f"# {title}\n\n" + body + note)
 
 
 def table6(inputs: Inputs, files: list[str], cfg: dict, scale: str) -> list[Claim]:
@@ -589,19 +605,25 @@ def table3(inputs: Inputs, files: list[str], cfg: dict, scale: str) -> list[Clai
     sv = cfg["sigma_v"]
     setting = {sv[0]: "I", sv[1]: "II"}
     rows = []
-    for job in sorted(inputs.jobs):
+    order = {a: i for i, a in enumerate(("relu", "tanh", "gelu", "silu"))}
+    mlp_jobs = [j for j in inputs.jobs if j.endswith("_mlp") and j[:-4] in DATASET_LABELS]
+    for job in sorted(mlp_jobs, key=lambda j: list(DATASET_LABELS).index(j[:-4])):
         dataset = job.rsplit("_mlp", 1)[0]
         s = inputs.job(job, "summary")
-        for (act, s_v), g in s.groupby(["activation", "sigma_v"]):
-            name = setting.get(min(setting, key=lambda x: abs(x - s_v)))
-            for split in ("dev", "test"):
+        groups = sorted(s.groupby(["activation", "sigma_v"]), key=lambda kv: (order.get(kv[0][0], 9), -kv[0][1]))
+        for split in ("dev", "test"):
+            for (act, s_v), g in groups:
+                name = setting.get(min(setting, key=lambda x: abs(x - s_v)))
                 paper = PAPER_TABLE3.get((dataset, split))
                 p = paper[TABLE3_COLUMNS.index((act, name))] if paper else None
                 rows.append({"dataset": DATASET_LABELS[dataset], "split": "valid" if split == "dev" else "test",
                              "activation": act, "setting": name, "sigma_v": s_v,
                              "measured": 100 * g[f"{split}_accuracy"].mean(), "paper": p, "trials": len(g)})
     df = pd.DataFrame(rows)
-    _write_table(df, files[0], files[1], f"Table 3: MLP accuracy (%), mean of trials (scale: {scale})")
+    trials = ", ".join(f"{d} {n}" for d, n in df.groupby("dataset", sort=False)["trials"].min().items())
+    _write_table(df, files[0], files[1], f"Table 3: MLP accuracy (%), mean of trials ({trials}); I: sigma_v={sv[0]:g}, "
+                 f"II: sigma_v={sv[1]:g} (scale: {scale})", columns=["activation", "setting"],
+                 order=[f"{a} {s}" for a, s in TABLE3_COLUMNS])
     claims = []
     sst = df[(df["dataset"] == "SST") & (df["split"] == "test")].set_index(["activation", "setting"])["measured"]
     if not sst.empty:
@@ -625,10 +647,10 @@ def table5(inputs: Inputs, files: list[str], cfg: dict, scale: str) -> list[Clai
     """Table 5: accuracy of MLP (ReLU), CNN, SA, MV, L-RNN at setting I, next to the paper's. Claim 4."""
     sv0 = cfg["sigma_v"][0]
     rows = []
-    for job in sorted(inputs.jobs):
+    jobs = [j for j in inputs.jobs if j.rsplit("_", 1)[1] in TABLE5_MODELS and j.rsplit("_", 1)[0] in DATASET_LABELS]
+    jobs.sort(key=lambda j: (list(DATASET_LABELS).index(j.rsplit("_", 1)[0]), TABLE5_MODELS.index(j.rsplit("_", 1)[1])))
+    for job in jobs:
         dataset, model = job.rsplit("_", 1)
-        if model not in TABLE5_MODELS:
-            continue
         s = select(inputs.job(job, "summary"), "relu", sv0)
         for split in ("dev", "test"):
             paper = PAPER_TABLE5.get((dataset, split))
@@ -636,8 +658,12 @@ def table5(inputs: Inputs, files: list[str], cfg: dict, scale: str) -> list[Clai
                          "model": MODEL_LABELS[model], "measured": 100 * s[f"{split}_accuracy"].mean(),
                          "paper": paper[TABLE5_MODELS.index(model)] if paper else None, "trials": len(s)})
     df = pd.DataFrame(rows)
-    _write_table(df, files[0], files[1], f"Table 5: accuracy (%), Adagrad, sigma_v={sv0:g} (scale: {scale}; "
-                 "paper '-' = unstable)")
+    df = df.sort_values("split", key=lambda c: c.map({"valid": 0, "test": 1}), kind="mergesort")
+    df = df.sort_values("dataset", key=lambda c: c.map({v: i for i, v in enumerate(DATASET_LABELS.values())}),
+                        kind="mergesort").reset_index(drop=True)
+    _write_table(df, files[0], files[1], f"Table 5: accuracy (%), Adagrad, sigma_v={sv0:g}, mean of trials (scale: "
+                 f"{scale}; paper '-' = unstable in the paper)", columns=["model"],
+                 order=[MODEL_LABELS[m] for m in TABLE5_MODELS])
     both = df.dropna(subset=["paper"])
     if both.empty:
         return []
