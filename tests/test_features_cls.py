@@ -263,7 +263,7 @@ def test_job_table_settings_and_inputs():
     from featlearn.features import jobs as FJ
 
     cls = {
-        "activations": ["relu", "tanh"], "sigma_v": [0.1, 0.001], "threads": 1, "adam_lr": 1e-3,
+        "activations": ["relu", "tanh"], "sigma_v": [0.1, 0.001], "threads": 1, "adam_lr": 1e-3, "adam_epochs": 5,
         "train": {"batch": 64}, "synthetic": {"ks": [0, 2, 4]},
         "datasets": {d: {"epochs": 3, "lr": 0.01, "seeds": 2, "max_train": 0, "max_eval": 0, "max_len": 0}
                      for d in ("sst", "sstwsub", "imdb", "ag_news", "synthetic")},
@@ -273,6 +273,7 @@ def test_job_table_settings_and_inputs():
     assert mlp["settings"]["kind"] == "mlp" and mlp["settings"]["lr"] == 0.01
     adam = FJ.job_settings(cls, "sst_mlp_adam", 7, "cpu")
     assert adam["settings"]["optimizer"] == "adam" and adam["settings"]["lr"] == 1e-3 and adam["activations"] == ["relu"]
+    assert adam["settings"]["epochs"] == 5 and mlp["settings"]["epochs"] == 3
     assert FJ.job_settings(cls, "sst_mv", 7, "cpu")["sigma_v"] == [0.1]
     with pytest.raises(ValueError, match="unknown training job"):
         FJ.job_settings(cls, "sst_rnn", 7, "cpu")

@@ -72,7 +72,7 @@ def job_settings(cls: dict, job: str, seed: int, device: str) -> dict:
     dataset, kind, optimizer, acts, sigma_v, probe = JOBS[job]
     ds = cls["datasets"][dataset]
     train = dict(cls["train"])
-    train.update(kind=kind, optimizer=optimizer, epochs=ds["epochs"],
+    train.update(kind=kind, optimizer=optimizer, epochs=cls["adam_epochs"] if optimizer == "adam" else ds["epochs"],
                  lr=cls["adam_lr"] if optimizer == "adam" else ds["lr"], max_len=ds["max_len"], device=device,
                  threads=cls["threads"])
     return {
