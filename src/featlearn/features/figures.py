@@ -472,6 +472,7 @@ def fig_negation(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: i
 def fig9(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> list[Claim]:
     """Fig. 9: SA, s(sub-phrase without the negation word) - s(phrase) for every negation phrase. Claim 7."""
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     _, scores, _ = _negation(inputs, "sstwsub_sa")
     phrases = inputs.units("sstwsub", "phrase")
@@ -484,12 +485,11 @@ def fig9(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> l
     set_style()
     fig, ax = plt.subplots(figsize=(7, 3.4))
     ax.bar(np.arange(len(diff)), diff[order], color=[POS if p > 0 else NEG for p in pol[order]], width=1.0)
-    ax.bar([], [], color=POS, label=f"positive phrases ({int((pol > 0).sum())})")
-    ax.bar([], [], color=NEG, label=f"negative phrases ({int((pol < 0).sum())})")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xlabel("phrase starting with not / never / hardly (sorted)")
     ax.set_ylabel("s(sub-phrase) - s(phrase)")
-    ax.legend(fontsize=8)
+    ax.legend(handles=[Patch(color=POS, label=f"positive phrases ({int((pol > 0).sum())})"),
+                       Patch(color=NEG, label=f"negative phrases ({int((pol < 0).sum())})")], fontsize=8)
     _title(fig, "Fig. 9: SA score differences, SSTwsub", scale)
     save_figure(fig, *files, dpi=dpi)
     return [check(PAPER, "7-fig9-differences", "9", "SA: s(sub-phrase) - s(phrase) > 0 for at least 95% of the "
