@@ -281,7 +281,8 @@ def test_job_table_settings_and_inputs():
     assert FJ.job_inputs("imdb_sa", "p", "f")[-2:] == ["p/imdb/vocab.json", "f/extracted/imdb.csv"]
     fig2 = FJ.figure_inputs("2", "f")
     assert "f/train/sst_sa_mlp/scores.csv" in fig2 and "f/theory/curves.csv" in fig2 and "f/extracted/sst.csv" in fig2
-    assert FJ.table_inputs("3", "f", ["sst", "imdb"]) == ["f/train/sst_mlp/summary.csv", "f/train/imdb_mlp/summary.csv"]
+    assert FJ.table_inputs("3", "f", ["sst", "sstwsub", "imdb"]) == ["f/train/sst_mlp/summary.csv",
+                                                                     "f/train/imdb_mlp/summary.csv"]
     assert len(FJ.table_inputs("5", "f", ["sst"])) == 5
     # every job a figure reads exists, and every model kind is one the trainer knows
     from featlearn.features.models import KINDS
