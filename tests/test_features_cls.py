@@ -143,12 +143,13 @@ def test_theory_job_shows_the_relu_bias(tmp_path, one_thread):
     data = _write_prepared(tmp_path / "sst", {"train": rows, "dev": rows[:4], "test": rows[:4]})
     extracted = tmp_path / "extracted" / "sst.csv"
     ex._write_csv(ex.extract_table(EXTRACT_CFG, "sst", rows), str(extracted))
-    cfg = {"models": ["mlp-relu", "mlp-tanh", "sa"], "steps": 400, "log_every": 100, "sa_samples": 8, "seed": 1,
+    cfg = {"models": ["mlp-relu", "mlp-tanh", "sa"], "steps": 400, "log_every": 100, "geometric_logs": 3,
+           "sa_samples": 8, "seed": 1,
            "sigma_e": 0.1, "sigma_w": 0.1, "d": 16, "sigma_v": [0.1, 0.001], "max_train": 0, "subsample_seed": 1}
     curves, scores = tmp_path / "curves.csv", tmp_path / "scores.csv"
     ex.theory_job(cfg, str(data), str(extracted), str(curves), str(scores))
     c = pd.read_csv(curves)
-    assert set(c["model"]) == {"mlp-relu", "mlp-tanh", "sa"} and sorted(c["step"].unique()) == [0, 100, 200, 300, 400]
+    assert set(c["model"]) == {"mlp-relu", "mlp-tanh", "sa"} and sorted(c["step"].unique()) == [0, 1, 20, 100, 200, 300, 400]
     last = c[c["step"] == 400].set_index(["model", "sigma_v"])
     assert last.loc[("mlp-relu", 0.001), "bias"] != 0
     assert last.loc[("mlp-tanh", 0.001), "bias"] == 0 and last.loc[("sa", 0.1), "bias"] == 0

@@ -223,6 +223,8 @@ def theory_job(cfg: dict, data_dir: str, extracted_csv: str, curves_csv: str, sc
             else:
                 rho, mu = T.mlp_constants(act, se, sw, sv)
             flows.append((model, act, sv, rho, mu))
+    # early steps on a geometric grid too: the fast modes (shared bias, SA) move before the first log_every
+    log_steps = np.unique(np.geomspace(1, cfg["steps"], cfg["geometric_logs"]).astype(int)) if cfg["geometric_logs"] else []
     curve_frames, score_frames = [], []
     for family in ("mlp", "sa"):
         group = [f for f in flows if (f[0] == "sa") == (family == "sa")]
@@ -231,7 +233,8 @@ def theory_job(cfg: dict, data_dir: str, extracted_csv: str, curves_csv: str, sc
         Cf = C_sa if family == "sa" else C
         eta = min(T.stable_step(Cf, lengths, rho, mu) for _, _, _, rho, mu in group)
         for model, act, sv, rho, mu in group:
-            out = T.ntk_flow(Cf, labels, lengths, rho, mu, eta, cfg["steps"], probe_ids, cfg["log_every"])
+            out = T.ntk_flow(Cf, labels, lengths, rho, mu, eta, cfg["steps"], probe_ids, cfg["log_every"],
+                             log_steps=log_steps)
             _log(f"theory {model} sigma_v={sv:g}: rho={rho:.4g} mu={mu:.4g} eta={eta:.4g}, "
                  f"loss {out['loss'][0]:.4f} -> {out['loss'][-1]:.4f}")
             meta = {"model": model, "activation": act, "sigma_v": sv, "rho": rho, "mu": mu, "eta": eta}

@@ -209,10 +209,13 @@ def count_matrix(seqs: Sequence[Sequence[int]], vocab_size: int,
 
 
 def ntk_flow(C: sparse.spmatrix, labels: np.ndarray, lengths: np.ndarray, rho: float, mu: float, eta: float,
-             steps: int, probe_ids: np.ndarray, log_every: int = 1) -> dict[str, np.ndarray]:
+             steps: int, probe_ids: np.ndarray, log_every: int = 1,
+             log_steps: Iterable[int] = ()) -> dict[str, np.ndarray]:
     """Run the discretised linear NTK flow on full batches; return logged ``step``, predicted probe token
     scores ``scores`` [n_logs, n_probe] (rho u_e + mu b), the shared bias ``bias`` (mu b) and the mean
-    training loss ``loss`` (before each logged step's update)."""
+    training loss ``loss`` (before each logged step's update). Logged: every ``log_every``-th step, the
+    last, and the steps in ``log_steps``."""
+    extra = {int(t) for t in log_steps}
     y = 2.0 * np.asarray(labels, dtype=float) - 1.0
     lengths = np.asarray(lengths, dtype=float)
     m = C.shape[0]
@@ -223,7 +226,7 @@ def ntk_flow(C: sparse.spmatrix, labels: np.ndarray, lengths: np.ndarray, rho: f
     logs: dict[str, list] = {"step": [], "scores": [], "bias": [], "loss": []}
     for t in range(steps + 1):
         s = rho * (C @ u) + mu * lengths * b
-        if t % log_every == 0 or t == steps:
+        if t % log_every == 0 or t == steps or t in extra:
             logs["step"].append(t)
             logs["scores"].append(rho * u[probe_ids] + mu * b)
             logs["bias"].append(mu * b)
