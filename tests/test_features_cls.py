@@ -13,6 +13,8 @@ import pytest
 
 from featlearn.features import experiments as ex
 from featlearn.features import figures as F
+from featlearn.features.extract import extract_table
+from featlearn.features.simulate import theory_job
 
 ROWS = [
     (1, "a good film"), (1, "good fun"), (1, "great good plot"), (1, "good great"), (1, "not bad"), (1, "good good"), (1, "so good"),
@@ -59,10 +61,10 @@ def _job_cfg(dataset: str, kind: str, probe: str, **settings) -> dict:
 
 # ------------------------------------------------------------------------------------------ extraction
 def test_extract_table_sst_and_sstwsub():
-    sst = ex.extract_table(EXTRACT_CFG, "sst", ROWS)
+    sst = extract_table(EXTRACT_CFG, "sst", ROWS)
     assert set(sst["kind"]) == {"token"}
     assert dict(zip(sst["unit"], sst["polarity"]))["good"] == 1 and dict(zip(sst["unit"], sst["polarity"]))["bad"] == -1
-    wsub = ex.extract_table(EXTRACT_CFG, "sstwsub", ROWS)
+    wsub = extract_table(EXTRACT_CFG, "sstwsub", ROWS)
     kinds = wsub.groupby("kind")["unit"].apply(set)
     assert {"good", "bad", "dull"} <= kinds["adjective"] and "film" not in kinds["adjective"]
     assert "bad film" in kinds["bigram"]
@@ -79,7 +81,7 @@ def test_adjective_filter_by_number_of_word_classes():
 
 
 def test_extract_table_agnews_is_multiclass():
-    df = ex.extract_table(EXTRACT_CFG, "ag_news", _ag_rows(40, 0))
+    df = extract_table(EXTRACT_CFG, "ag_news", _ag_rows(40, 0))
     assert dict(zip(df["unit"], df["cls"])) == {w: c for c, w in AG_WORDS.items()}
     assert (df["polarity"] == 0).all()
 
@@ -93,7 +95,7 @@ def test_subsample_is_seeded_and_keeps_order():
 
 
 def test_negation_probes():
-    table = ex.extract_table(EXTRACT_CFG, "sstwsub", ROWS)
+    table = extract_table(EXTRACT_CFG, "sstwsub", ROWS)
     index = {w: i for i, w in enumerate(["<pad>", "unk"] + sorted({w for _, t in ROWS for w in t.split()}))}
     probes = ex.build_probes("negation", table, index, [])
     for unit in ("not", "good", "not good", "not bad", "not good at all", "good at all"):
@@ -112,7 +114,7 @@ def test_agnews_path_on_a_fixture(tmp_path, one_thread):
     data = _write_prepared(tmp_path / "prepared" / "ag_news",
                            {"train": _ag_rows(80, 0), "dev": _ag_rows(20, 1), "test": _ag_rows(20, 2)})
     extracted = tmp_path / "extracted" / "ag_news.csv"
-    ex._write_csv(ex.extract_table(EXTRACT_CFG, "ag_news", _ag_rows(80, 0)), str(extracted))
+    ex._write_csv(extract_table(EXTRACT_CFG, "ag_news", _ag_rows(80, 0)), str(extracted))
     job = tmp_path / "train" / "ag_news_sa"
     outs = [str(job / f"{t}.csv") for t in ("scores", "metrics", "summary")]
     ex.train_job(_job_cfg("ag_news", "sa", "tokens"), str(data), str(extracted), *outs)
@@ -142,12 +144,12 @@ def test_theory_job_shows_the_relu_bias(tmp_path, one_thread):
     rows = ROWS * 3
     data = _write_prepared(tmp_path / "sst", {"train": rows, "dev": rows[:4], "test": rows[:4]})
     extracted = tmp_path / "extracted" / "sst.csv"
-    ex._write_csv(ex.extract_table(EXTRACT_CFG, "sst", rows), str(extracted))
+    ex._write_csv(extract_table(EXTRACT_CFG, "sst", rows), str(extracted))
     cfg = {"models": ["mlp-relu", "mlp-tanh", "sa"], "steps": 400, "log_every": 100, "geometric_logs": 3,
            "sa_samples": 8, "seed": 1,
            "sigma_e": 0.1, "sigma_w": 0.1, "d": 16, "sigma_v": [0.1, 0.001], "max_train": 0, "subsample_seed": 1}
     curves, scores = tmp_path / "curves.csv", tmp_path / "scores.csv"
-    ex.theory_job(cfg, str(data), str(extracted), str(curves), str(scores))
+    theory_job(cfg, str(data), str(extracted), str(curves), str(scores))
     c = pd.read_csv(curves)
     assert set(c["model"]) == {"mlp-relu", "mlp-tanh", "sa"} and sorted(c["step"].unique()) == [0, 1, 20, 100, 200, 300, 400]
     last = c[c["step"] == 400].set_index(["model", "sigma_v"])

@@ -71,3 +71,10 @@ def test_model_code_edit_reruns_training_but_not_extraction(smoke_run):
     out = would_run_after_edit(work, env, "features/models.py")
     assert "features_train" in out and "fig_features_2" in out
     assert "features_extract" not in out and "features_theory" not in out and "features_lm_word" not in out
+
+
+def test_theory_code_edit_reruns_the_flow_and_fig2_only(smoke_run):
+    work, env, _ = smoke_run
+    out = would_run_after_edit(work, env, "features/simulate.py")
+    assert "features_theory" in out and "fig_features_2" in out
+    assert "features_train" not in out and "features_extract" not in out and "fig_features_12" not in out

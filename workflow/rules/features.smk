@@ -21,11 +21,19 @@ from featlearn.features import jobs as FJ
 
 FT = f"{RESULTS}/features"
 FT_CFG = config["features"]["cls"]
-FT_EXTRACT_CODE = code_hash("features/extract.py", "features/experiments.py")
+FT_EXTRACT_CODE = code_hash("features/extract.py")
 FT_TRAIN_CODE = code_hash(
-    "features/models.py", "features/train.py", "features/experiments.py"
+    "features/models.py",
+    "features/train.py",
+    "features/experiments.py",
+    "features/extract.py",
 )
-FT_THEORY_CODE = code_hash("features/theory.py", "features/experiments.py")
+FT_THEORY_CODE = code_hash(
+    "features/theory.py",
+    "features/simulate.py",
+    "features/experiments.py",
+    "features/extract.py",
+)
 FT_PLOT = code_hash("features/figures.py", "plotting.py", "claims.py")
 FT_FIG_SETTINGS = json.dumps(
     {"sigma_v": FT_CFG["sigma_v"], "activations": FT_CFG["activations"]},

@@ -15,6 +15,8 @@ def _compute(args) -> None:
     import torch
 
     from featlearn.features import experiments as ex
+    from featlearn.features.extract import extract_table
+    from featlearn.features.simulate import theory_job
 
     torch.set_num_threads(args.threads)
     cfg = json.loads(args.settings)
@@ -22,7 +24,7 @@ def _compute(args) -> None:
         from featlearn.data.prepare import read_classification
 
         rows = read_classification(args.inputs[0])
-        table = ex.extract_table(cfg, args.dataset, rows)
+        table = extract_table(cfg, args.dataset, rows)
         ex._write_csv(table, args.out[0])
         counts = table.groupby(["kind", "cls"]).size()
         print(f"{args.dataset}: extracted\n{counts.to_string()}")
@@ -36,7 +38,7 @@ def _compute(args) -> None:
         else:
             if data_dir is None or extracted is None:
                 raise ValueError("theory needs the SST vocab.json (beside train.tsv) and the extraction table")
-            ex.theory_job(cfg, data_dir, extracted, *args.out)
+            theory_job(cfg, data_dir, extracted, *args.out)
 
 
 def _figure(args) -> None:

@@ -15,6 +15,8 @@ any offline tagger can be plugged in; :func:`lemminflect_adjective` uses lemminf
 
 Synthetic position data for the L-RNN (Fig. 12) [D]: class-marker tokens at distance 2 from the end,
 filler tokens elsewhere.
+
+:func:`extract_table` is the extraction job: one dataset's extracted units (Table 6) with their kind.
 """
 
 from __future__ import annotations
@@ -175,3 +177,30 @@ def synthetic_position_rows(n_per_class: int = 1000, n_markers: int = 10, n_fill
         toks[T - 1 - distance] = f"{'pos' if y else 'neg'}{rng.randrange(n_markers)}"
         rows.append((y, " ".join(toks)))
     return rows
+
+
+# ------------------------------------------------------------------------------- extraction job
+NEGATORS = ("not", "never", "hardly")  # Fig. 9 [P]
+
+
+def _with_kind(df: pd.DataFrame, kind: str) -> pd.DataFrame:
+    return df.assign(kind=kind)[["kind"] + [c for c in df.columns]]
+
+
+def extract_table(cfg: dict, dataset: str, rows: list[tuple[int, str]]) -> pd.DataFrame:
+    """Extracted units of one dataset's training rows. ``cfg`` holds the rule's knobs: ``ratio`` and
+    ``min_count`` per unit kind (see config ``features.extract``)."""
+    ratio = cfg["ratio"]
+    if dataset == "sstwsub":
+        adj_cfg, bi_cfg = cfg["adjectives"], cfg["bigrams"]
+        adjectives = extract_adjectives(rows, lambda t: lemminflect_adjective(t, adj_cfg["max_classes"]),
+                                        ratio, adj_cfg["min_count"])
+        bigrams = extract(bigram_counts(rows, 2), ratio, bi_cfg["min_count"])
+        phrases = negation_phrases(rows, NEGATORS, cfg["phrases"]["max_words"])
+        ph = pd.DataFrame({"unit": [t for _, t in phrases], "cls": [y for y, _ in phrases]})
+        ph["polarity"] = np.where(ph["cls"] == 1, 1, -1)
+        parts = [_with_kind(adjectives, "adjective"), _with_kind(bigrams, "bigram"), _with_kind(ph, "phrase")]
+        return pd.concat(parts, ignore_index=True)
+    n_classes = max(y for y, _ in rows) + 1
+    floor = cfg["min_count"][dataset]
+    return _with_kind(extract(token_counts(rows, max(n_classes, 2)), ratio, floor), "token")
