@@ -134,8 +134,7 @@ def test_training_job_is_deterministic(tmp_path, one_thread):
     for o in outs:
         ex.train_job(_job_cfg("synthetic", "lrnn", "positions"), None, None, *o)
     for a, b in zip(*outs):
-        if not a.endswith("summary.csv"):  # the summary carries wall-clock seconds
-            assert Path(a).read_bytes() == Path(b).read_bytes()
+        assert Path(a).read_bytes() == Path(b).read_bytes()
     scores = pd.read_csv(outs[0][0])
     assert set(scores["k"]) == {0, 2, 4} and set(scores["probe"]) == {"position"}
 
@@ -212,7 +211,7 @@ def test_table3_claims_on_planted_summaries(tmp_path):
         for sv, acc in ((0.1, acc_i), (0.001, acc_ii)):
             for seed in (1, 2, 3):
                 rows.append({"run": 0, "seed": seed, "activation": act, "sigma_v": sv, "best_epoch": 1,
-                             "dev_accuracy": acc, "test_accuracy": acc, "seconds": 1.0})
+                             "dev_accuracy": acc, "test_accuracy": acc})
     path = tmp_path / "train" / "sst_mlp" / "summary.csv"
     path.parent.mkdir(parents=True)
     pd.DataFrame(rows).to_csv(path, index=False)

@@ -152,3 +152,4 @@ def train_job(cfg: dict, data_dir: str | None, extracted_csv: str | None, scores
     result = train(settings, runs, enc, len(vocab), probes, n_classes=max(n_classes, 2),
                    label=f"{cfg['dataset']} {settings.kind} {settings.optimizer}")
     write_tables(result, scores_csv, metrics_csv, summary_csv)
+    _log(f"trained in {result.seconds:.1f} s")

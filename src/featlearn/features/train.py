@@ -179,9 +179,10 @@ class Probes:
 class Result:
     scores: pd.DataFrame  # run, seed, activation, sigma_v, epoch, probe, unit, k, out, score
     metrics: pd.DataFrame  # run, seed, activation, sigma_v, epoch, split, metric, value
-    summary: pd.DataFrame  # run, seed, activation, sigma_v, best_epoch, dev_accuracy, test_accuracy, seconds
+    summary: pd.DataFrame  # run, seed, activation, sigma_v, best_epoch, dev_accuracy, test_accuracy
     params: dict[str, torch.Tensor]
     spec: ModelSpec
+    seconds: float = 0.0  # wall time of the training loop (kept out of the tables, which are byte-identical)
 
 
 # ------------------------------------------------------------------------------------------- helpers
@@ -344,7 +345,7 @@ def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab
                   file=sys.stderr, flush=True)
     seconds = time.perf_counter() - start
     return Result(_scores_table(meta, score_logs, spec.n_out), _metrics_table(meta, metric_rows),
-                  _summary(meta, metric_rows, seconds), {k: p.detach().cpu() for k, p in params.items()}, spec)
+                  _summary(meta, metric_rows), {k: p.detach().cpu() for k, p in params.items()}, spec, seconds)
 
 
 def _update(settings: Settings, p: torch.Tensor, g: torch.Tensor, st: dict, step: int) -> None:
@@ -387,7 +388,7 @@ def _metrics_table(meta: pd.DataFrame, rows: list) -> pd.DataFrame:
     return df.merge(meta, on="run")[["run", "seed", "activation", "sigma_v", "epoch", "split", "metric", "value"]]
 
 
-def _summary(meta: pd.DataFrame, rows: list, seconds: float) -> pd.DataFrame:
+def _summary(meta: pd.DataFrame, rows: list) -> pd.DataFrame:
     out = meta.copy()
     dev = [(e, v) for e, s, m, v in rows if s == "dev" and m == "accuracy"]
     test = {e: v for e, s, m, v in rows if s == "test" and m == "accuracy"}
@@ -403,7 +404,6 @@ def _summary(meta: pd.DataFrame, rows: list, seconds: float) -> pd.DataFrame:
             dev_acc.append(float("nan"))
             test_acc.append(float("nan"))
     out["best_epoch"], out["dev_accuracy"], out["test_accuracy"] = best, dev_acc, test_acc
-    out["seconds"] = seconds
     return out
 
 
