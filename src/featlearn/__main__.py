@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     from featlearn.templates.bench import register as register_templates_bench
 
     register_templates_bench(sub)
+    from featlearn.templates.sweep_cli import register as register_templates_sweeps
+
+    register_templates_sweeps(sub)
     from featlearn.templates.kernels_cli import register as register_templates_kernels
 
     register_templates_kernels(sub)

@@ -15,6 +15,149 @@ PAPER_CLAIMS["templates"] += []
 
 # ---- sweeps of small trainings (Figs. 2c, 3c, 5, 8-23, 25) ----
 
+# One training job per figure grid (every curve's n trains all its variants x lrs x seeds at once), one
+# plotting rule per figure, and one cheap job for the data and identity-scaling checks (claims 1-2).
+TS = f"{RESULTS}/templates"
+TS_CFG = config["templates"]["sweeps"]
+TS_CODE = code_hash(
+    "templates/sweep_experiments.py",
+    "templates/sweep.py",
+    "templates/models.py",
+    "templates/tasks.py",
+)
+TS_PLOT = code_hash("templates/sweep_figures.py", "plotting.py", "claims.py")
+TS_SHARED = {
+    k: v for k, v in TS_CFG.items() if not k.startswith("fig") and k != "threads"
+}
+TS_SETTINGS = {
+    fig: json.dumps({**TS_SHARED, f"fig{fig}": TS_CFG[f"fig{fig}"]}, sort_keys=True)
+    for fig in ("2c", "22", "25")
+}
+PAPER_TARGETS["templates"] += [
+    f"{FIGURES}/templates/fig{fig}.png" for fig in ("2c", "22", "25")
+]
+PAPER_CLAIMS["templates"] += [
+    f"{TS}/claims/checks.csv",
+    f"{TS}/claims/2c.csv",
+    f"{TS}/claims/22.csv",
+    f"{TS}/claims/25.csv",
+]
+
+
+rule templates_checks:
+    output:
+        table=f"{TS}/checks.csv",
+        claims=f"{TS}/claims/checks.csv",
+    log:
+        f"{LOGS}/templates/checks.log",
+    benchmark:
+        f"{BENCH}/templates/checks.tsv"
+    conda:
+        ENV
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        scale=SCALE,
+        code=TS_CODE + TS_PLOT,
+    shell:
+        "python -m featlearn templates-checks --out {output.table}"
+        " --claims {output.claims} --scale {params.scale} > {log} 2>&1"
+
+
+rule templates_sweep:
+    output:
+        f"{TS}/sweeps/fig{{fig}}_runs.csv",
+    log:
+        f"{LOGS}/templates/sweep_fig{{fig}}.log",
+    benchmark:
+        f"{BENCH}/templates/sweep_fig{{fig}}.tsv"
+    wildcard_constraints:
+        fig="2c|22|25",
+    conda:
+        ENV
+    threads: TS_CFG["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=120,
+        gpu=1 if config["device"] != "cpu" else 0,
+    params:
+        settings=lambda wildcards: TS_SETTINGS[wildcards.fig],
+        device=config["device"],
+        code=TS_CODE,
+    shell:
+        "python -m featlearn templates-sweep --figure {wildcards.fig}"
+        " --settings {params.settings:q} --device {params.device} --threads {threads}"
+        " --out {output} > {log} 2>&1"
+
+
+rule fig_templates_2c:
+    input:
+        f"{TS}/sweeps/fig2c_runs.csv",
+    output:
+        png=report_figure("templates/fig2c", "templates", "templates_fig2c.rst"),
+        other=other_formats("templates/fig2c"),
+        claims=f"{TS}/claims/2c.csv",
+    log:
+        f"{LOGS}/templates/fig2c.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        scale=SCALE,
+        dpi=config["report"]["dpi"],
+        code=TS_PLOT,
+    shell:
+        "python -m featlearn templates-sweep-figure --figure 2c --tables {input}"
+        " --figures {output.png} {output.other} --claims {output.claims}"
+        " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
+
+
+rule fig_templates_22:
+    input:
+        f"{TS}/sweeps/fig22_runs.csv",
+    output:
+        png=report_figure("templates/fig22", "templates", "templates_fig22.rst"),
+        other=other_formats("templates/fig22"),
+        claims=f"{TS}/claims/22.csv",
+    log:
+        f"{LOGS}/templates/fig22.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        scale=SCALE,
+        dpi=config["report"]["dpi"],
+        code=TS_PLOT,
+    shell:
+        "python -m featlearn templates-sweep-figure --figure 22 --tables {input}"
+        " --figures {output.png} {output.other} --claims {output.claims}"
+        " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
+
+
+rule fig_templates_25:
+    input:
+        f"{TS}/sweeps/fig25_runs.csv",
+    output:
+        png=report_figure("templates/fig25", "templates", "templates_fig25.rst"),
+        other=other_formats("templates/fig25"),
+        claims=f"{TS}/claims/25.csv",
+    log:
+        f"{LOGS}/templates/fig25.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        scale=SCALE,
+        dpi=config["report"]["dpi"],
+        code=TS_PLOT,
+    shell:
+        "python -m featlearn templates-sweep-figure --figure 25 --tables {input}"
+        " --figures {output.png} {output.other} --claims {output.claims}"
+        " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
+
+
 # ---- kernel theory (Sec. 3) ----
 
 # N matrices (Eq. 7), K_attn at beta = 0 and kernel ridge regression on unseen symbols: one cheap job.
