@@ -3,10 +3,8 @@ hub cache layout, so that the real from_pretrained(name, revision=..., local_fil
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +17,7 @@ from featlearn.joma import checkpoints as C
 from featlearn.joma.checkpoints_figures import fig7, quarters
 from featlearn.lm.attention import uniform_causal_entropy
 from featlearn.lm.rank import gaussian_stable_rank, stable_rank
+from hubcache import save_in_hub_cache
 
 transformers = pytest.importorskip("transformers")
 
@@ -55,23 +54,6 @@ def _model(family: str, seed: int, vocab_size: int):
     return OPTForCausalLM(cfg)
 
 
-def _save_in_hub_cache(cache: Path, repo_id: str, revision: str, src: Path) -> None:
-    """Files of ``src`` as huggingface_hub stores a download: blobs named by content hash, a snapshot
-    folder per commit with relative links to the blobs, and refs/<revision> holding the commit hash."""
-    repo = cache / ("models--" + repo_id.replace("/", "--"))
-    commit = hashlib.sha1(f"{repo_id}@{revision}".encode()).hexdigest()
-    snap = repo / "snapshots" / commit
-    snap.mkdir(parents=True)
-    (repo / "blobs").mkdir(exist_ok=True)
-    (repo / "refs").mkdir(exist_ok=True)
-    for f in sorted(src.iterdir()):
-        data = f.read_bytes()
-        blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
-        blob.write_bytes(data)
-        os.symlink(os.path.relpath(blob, snap), snap / f.name)
-    (repo / "refs" / revision).write_text(commit)
-
-
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     """A hub cache with four Pythia-14M revisions (single file, sharded, .bin only) and OPT-125M main."""
@@ -89,7 +71,7 @@ def hub(tmp_path_factory):
             else:
                 model.save_pretrained(src, max_shard_size="12KB" if layout == "sharded" else "50GB")
             tok.save_pretrained(src)
-            _save_in_hub_cache(cache, repo_id, rev, src)
+            save_in_hub_cache(cache, repo_id, rev, src)
             pattern = C.UP_PROJ[family]
             weights[repo_id, rev] = [model.get_parameter(pattern.format(i=i)).detach().clone()
                                      for i in range(model.config.num_hidden_layers)]

@@ -3,10 +3,8 @@ pretrained path runs on tiny models saved in the Hugging Face hub cache layout (
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +19,7 @@ from featlearn.templates import gpt2 as G  # noqa: E402
 from featlearn.templates import gpt2_figures as GF  # noqa: E402
 from featlearn.templates.gpt2_checkpoints import available  # noqa: E402
 from featlearn.workflow import pretrained_checkpoints  # noqa: E402
+from hubcache import save_in_hub_cache  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny tensors: see conftest
 
@@ -210,23 +209,6 @@ def test_fig6_table_and_claim_on_planted_logs(tmp_path):
 # --------------------------------------------------------------------------------------- pretrained checkpoints
 
 
-def _save_in_hub_cache(cache: Path, repo_id: str, revision: str, src: Path) -> None:
-    """Files of ``src`` laid out as huggingface_hub stores a download: content-addressed blobs, a snapshot
-    folder of relative links per commit, and refs/<revision> naming the commit."""
-    repo = cache / ("models--" + repo_id.replace("/", "--"))
-    commit = hashlib.sha1(f"{repo_id}@{revision}".encode()).hexdigest()
-    snap = repo / "snapshots" / commit
-    snap.mkdir(parents=True)
-    (repo / "blobs").mkdir(exist_ok=True)
-    (repo / "refs").mkdir(exist_ok=True)
-    for f in sorted(src.iterdir()):
-        data = f.read_bytes()
-        blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
-        blob.write_bytes(data)
-        os.symlink(os.path.relpath(blob, snap), snap / f.name)
-    (repo / "refs" / revision).write_text(commit)
-
-
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     """A cache with tiny random 'gpt2' (revisions main and v2) and 'gpt2-medium' (main, .bin weights)."""
@@ -242,7 +224,7 @@ def hub(tmp_path_factory):
             torch.save(model.state_dict(), src / "pytorch_model.bin")
         else:
             model.save_pretrained(src)
-        _save_in_hub_cache(cache, name, rev, src)
+        save_in_hub_cache(cache, name, rev, src)
         weights[name, rev] = model.transformer.h[1].attn.c_attn.weight.detach().clone()
     return {"cache": str(cache), "weights": weights}
 
