@@ -81,7 +81,12 @@ def claims_2c(runs: pd.DataFrame, scale: str) -> list[Claim]:
     nv = n_star(sel[sel["curve"] == "Transformer"], 0.1)
     nk = n_star(sel[sel["curve"] == "Transformer +KQ"], 0.1)
     n_max = int(runs["n"].max())
-    ratio = nv / nk if not (math.isinf(nv) and math.isinf(nk)) else math.nan
+    if math.isinf(nk):
+        ratio = math.nan  # +KQ never reaches 0.1: the ratio is not >= 8 (or not measurable)
+    else:
+        # vanilla not reached within the grid: only n*(vanilla) > n_max is known, so the ratio is measured
+        # by its lower bound n_max / n*(+KQ) (conservative: the claim passes only if that bound is >= 8)
+        ratio = min(nv, n_max) / nk
     small = _at(means, "Transformer")
     small = small[small["n"] <= 512]
     return [
@@ -89,7 +94,7 @@ def claims_2c(runs: pd.DataFrame, scale: str) -> list[Claim]:
             "3-nstar-ratio",
             "2c",
             f"+KQ needs at least 8x fewer samples than vanilla to reach test MSE 0.1 on T1 (n* = {nk:g} with +KQ, "
-            f"{nv:g} vanilla; inf = not reached for n <= {n_max})",
+            f"{nv:g} vanilla; inf = not reached for n <= {n_max}, then the ratio's lower bound n_max / n*(+KQ) is measured)",
             "n*_0.1(vanilla) / n*_0.1(+KQ)",
             ratio,
             ">=",
@@ -125,8 +130,11 @@ def claims_22(runs: pd.DataFrame, scale: str) -> list[Claim]:
                "largest seed-mean FCNet final train loss over n", fc["train_loss"].max(), "<=", 0.05, scale),
         _check("6-kq-nstar", "22", f"the transformer with +KQ reaches test MSE 0.1 by n = 128 (inf = not reached for n <= {n_max})",
                "n*_0.1(+KQ)", n_star(sel[sel["curve"] == "Transformer +KQ"], 0.1), "<=", 128, scale),
-        _check("6-vanilla-nstar", "22", "the vanilla transformer needs n >= 1024 to reach test MSE 0.1",
-               "n*_0.1(vanilla)", n_star(sel[sel["curve"] == "Transformer"], 0.1), ">=", 1024, scale),
+        _check("6-vanilla-nstar", "22",
+               f"the vanilla transformer needs n >= 1024 to reach test MSE 0.1 (when it does not reach it for n <= {n_max}, "
+               "n*'s lower bound n_max is measured)",
+               "n*_0.1(vanilla), or n_max when not reached", min(n_star(sel[sel["curve"] == "Transformer"], 0.1), n_max),
+               ">=", 1024, scale),
         _check("6-recurrent", "22", f"RNN and LSTM stay above test MSE 0.1 at the largest n (n = {n_max}; the paper: 8192)",
                f"smaller of the RNN and LSTM seed-mean test MSE at n = {n_max}", rec.min() if len(rec) == 2 else math.nan,
                ">", 0.1, scale),
