@@ -63,7 +63,7 @@ def test_kernel_code_change_reruns_the_kernel_jobs_only(smoke_run):
 
 
 def test_figs_7_and_24_run_on_a_cached_tiny_gpt2(tmp_path):
-    from test_templates_gpt2 import _save_in_hub_cache
+    from hubcache import save_in_hub_cache
     from transformers import GPT2LMHeadModel
 
     from featlearn.templates.gpt2 import small_config
@@ -73,7 +73,7 @@ def test_figs_7_and_24_run_on_a_cached_tiny_gpt2(tmp_path):
         torch.manual_seed(seed)
         src = tmp_path / "src" / name
         GPT2LMHeadModel(small_config(64, 2, 32, 4, 16, 0.1)).save_pretrained(src)
-        _save_in_hub_cache(cache, name, "main", src)
+        save_in_hub_cache(cache, name, "main", src)
     work = copy_workflow(tmp_path / "wf")
     name = overlay(work, "off.yaml")  # no dataset needed by these figures
     gpt2 = {"templates": {"gpt2": {"pretrained": {
