@@ -26,21 +26,25 @@ TS_CODE = code_hash(
     "templates/tasks.py",
 )
 TS_PLOT = code_hash("templates/sweep_figures.py", "plotting.py", "claims.py")
+# figure -> grid (training job); Fig. 23 is drawn from grid 17's runs. Figures with claims (claims 3-10).
+TS_FIGURE_GRID = {
+    **{g: g for g in ("2c", "3c", "5", *map(str, range(8, 23)), "25") if g != "23"},
+    "23": "17",
+}
+TS_GRIDS = sorted(set(TS_FIGURE_GRID.values()))
+TS_WITH_CLAIMS = ("2c", "3c", "5", "8", "17", "22", "23", "25")
 TS_SHARED = {
     k: v for k, v in TS_CFG.items() if not k.startswith("fig") and k != "threads"
 }
 TS_SETTINGS = {
-    fig: json.dumps({**TS_SHARED, f"fig{fig}": TS_CFG[f"fig{fig}"]}, sort_keys=True)
-    for fig in ("2c", "22", "25")
+    grid: json.dumps({**TS_SHARED, f"fig{grid}": TS_CFG[f"fig{grid}"]}, sort_keys=True)
+    for grid in TS_GRIDS
 }
 PAPER_TARGETS["templates"] += [
-    f"{FIGURES}/templates/fig{fig}.png" for fig in ("2c", "22", "25")
+    f"{FIGURES}/templates/fig{fig}.png" for fig in TS_FIGURE_GRID
 ]
-PAPER_CLAIMS["templates"] += [
-    f"{TS}/claims/checks.csv",
-    f"{TS}/claims/2c.csv",
-    f"{TS}/claims/22.csv",
-    f"{TS}/claims/25.csv",
+PAPER_CLAIMS["templates"] += [f"{TS}/claims/checks.csv"] + [
+    f"{TS}/claims/{fig}.csv" for fig in TS_WITH_CLAIMS
 ]
 
 
@@ -68,13 +72,13 @@ rule templates_checks:
 
 rule templates_sweep:
     output:
-        f"{TS}/sweeps/fig{{fig}}_runs.csv",
+        f"{TS}/sweeps/fig{{grid}}_runs.csv",
     log:
-        f"{LOGS}/templates/sweep_fig{{fig}}.log",
+        f"{LOGS}/templates/sweep_fig{{grid}}.log",
     benchmark:
-        f"{BENCH}/templates/sweep_fig{{fig}}.tsv"
+        f"{BENCH}/templates/sweep_fig{{grid}}.tsv"
     wildcard_constraints:
-        fig="2c|22|25",
+        grid="|".join(TS_GRIDS),
     conda:
         ENV
     threads: TS_CFG["threads"]
@@ -83,79 +87,46 @@ rule templates_sweep:
         runtime=120,
         gpu=1 if config["device"] != "cpu" else 0,
     params:
-        settings=lambda wildcards: TS_SETTINGS[wildcards.fig],
+        settings=lambda wildcards: TS_SETTINGS[wildcards.grid],
         device=config["device"],
         code=TS_CODE,
     shell:
-        "python -m featlearn templates-sweep --figure {wildcards.fig}"
+        "python -m featlearn templates-sweep --figure {wildcards.grid}"
         " --settings {params.settings:q} --device {params.device} --threads {threads}"
         " --out {output} > {log} 2>&1"
 
 
-rule fig_templates_2c:
-    input:
-        f"{TS}/sweeps/fig2c_runs.csv",
-    output:
-        png=report_figure("templates/fig2c", "templates", "templates_fig2c.rst"),
-        other=other_formats("templates/fig2c"),
-        claims=f"{TS}/claims/2c.csv",
-    log:
-        f"{LOGS}/templates/fig2c.log",
-    localrule: True
-    conda:
-        ENV
-    params:
-        scale=SCALE,
-        dpi=config["report"]["dpi"],
-        code=TS_PLOT,
-    shell:
-        "python -m featlearn templates-sweep-figure --figure 2c --tables {input}"
-        " --figures {output.png} {output.other} --claims {output.claims}"
-        " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
+# One plotting rule per figure, fig_templates_<figure> (e.g. `snakemake fig_templates_9`).
+for _fig, _grid in TS_FIGURE_GRID.items():
 
-
-rule fig_templates_22:
-    input:
-        f"{TS}/sweeps/fig22_runs.csv",
-    output:
-        png=report_figure("templates/fig22", "templates", "templates_fig22.rst"),
-        other=other_formats("templates/fig22"),
-        claims=f"{TS}/claims/22.csv",
-    log:
-        f"{LOGS}/templates/fig22.log",
-    localrule: True
-    conda:
-        ENV
-    params:
-        scale=SCALE,
-        dpi=config["report"]["dpi"],
-        code=TS_PLOT,
-    shell:
-        "python -m featlearn templates-sweep-figure --figure 22 --tables {input}"
-        " --figures {output.png} {output.other} --claims {output.claims}"
-        " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
-
-
-rule fig_templates_25:
-    input:
-        f"{TS}/sweeps/fig25_runs.csv",
-    output:
-        png=report_figure("templates/fig25", "templates", "templates_fig25.rst"),
-        other=other_formats("templates/fig25"),
-        claims=f"{TS}/claims/25.csv",
-    log:
-        f"{LOGS}/templates/fig25.log",
-    localrule: True
-    conda:
-        ENV
-    params:
-        scale=SCALE,
-        dpi=config["report"]["dpi"],
-        code=TS_PLOT,
-    shell:
-        "python -m featlearn templates-sweep-figure --figure 25 --tables {input}"
-        " --figures {output.png} {output.other} --claims {output.claims}"
-        " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
+    rule:
+        name:
+            f"fig_templates_{_fig}"
+        input:
+            f"{TS}/sweeps/fig{_grid}_runs.csv",
+        output:
+            png=report_figure(
+                f"templates/fig{_fig}", "templates", f"templates_fig{_fig}.rst"
+            ),
+            other=other_formats(f"templates/fig{_fig}"),
+            claims=[f"{TS}/claims/{_fig}.csv"] if _fig in TS_WITH_CLAIMS else [],
+        log:
+            f"{LOGS}/templates/fig{_fig}.log",
+        localrule: True
+        conda:
+            ENV
+        params:
+            fig=_fig,
+            scale=SCALE,
+            dpi=config["report"]["dpi"],
+            code=TS_PLOT,
+            claims=lambda wildcards, output: (
+                f"--claims {output.claims}" if output.claims else ""
+            ),
+        shell:
+            "python -m featlearn templates-sweep-figure --figure {params.fig} --tables {input}"
+            " --figures {output.png} {output.other} {params.claims}"
+            " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
 
 
 # ---- kernel theory (Sec. 3) ----

@@ -1,16 +1,33 @@
-"""The training grids behind the sweep figures (Figs. 2c, 22, 25) and the cheap checks of claims 1-2.
+"""The training grids behind the sweep figures (Figs. 2c, 3c, 5, 8-23, 25) and the cheap checks of claims 1-2.
 
-A figure's grid is a list of curves; each curve is one ``sweep.expand_groups`` settings dict (task,
-architecture, model sizes, variants, n grid, learning rates, seeds), so every n of a curve trains all its
-variants x learning rates x seeds as one vectorised group. ``figure_curves`` builds these settings from
-the config section ``templates.sweeps``; ``run_figure`` trains them and writes one row per run.
+A grid is a list of curves; each curve is one ``sweep.expand_groups`` settings dict (task, architecture,
+model sizes, variants, n grid, learning rates, seeds), so every n of a curve trains all its variants x
+learning rates x seeds as one vectorised group. ``figure_curves`` builds them from the config section
+``templates.sweeps`` (shared keys, then the grid's own ``fig<id>`` keys: n, lrs and optionally epochs,
+seeds, transformer sizes and the swept quantity); ``run_figure`` trains them and writes one row per run
+with its curve label, panel, swept quantity (``axis``) and its ``value``.
 
-Curves [P]: Fig. 2c: T1 (program regression), transformer vanilla vs +KQ, lr per curve chosen from a
-grid by validation loss. Fig. 22: T5 (αβα vs αββ), transformer, +KQ, +VO, +KQ,VO, a depth-3 FCNet,
-RNN and LSTM. Fig. 25: T5, MLP vs MLP + vec(XX^T).
+Curves [P]; the paper's figure is named first:
+- 2c: T1 (program regression), transformer vanilla vs +KQ, lr per curve chosen by validation loss.
+- 3c: T2 (program next-token), vanilla vs +KQ,VO (the paper: 4 layers, d_emb 512; ``transformer`` key).
+- 5: T3 (copy), one curve per d_emb, panels (a) vanilla, (b) +VO.
+- 8: T5 (αβα vs αββ), learning rate x n. 9, 10: lr x depth at one n each (512, 1024); 11, 12: lr x heads
+  (n = 512, 1024); 13: lr x d_emb (n = 1024); 14: lr x batch size (n = 512). 16: batch size x n.
+- 15: T5, only the final readout trained, attention logits at init scaled by 1, 8, 64 [D: the paper's
+  "1, 8, 64 times the standard initialization" of the attention weights; with frozen attention weights
+  a multiplier c of W_Q W_K^T's init is the logit multiplier ``attn_mult`` = c].
+- 17 (and 23): T5, T6 (αβαβ vs ααββ) and T7 majority of length k, vanilla; T7 also +KQ,VO, which is
+  Fig. 23 (one job serves both figures).
+- 18-21: T8 random templates, two templates labelled ±1 unless r > 2: 18 template length L (|W| = 2,
+  |X| = 0); 19 wildcard alphabet |W| (L = 5, |X| = 0); 20 regular-token alphabet |X| (L = 5, |W| = 2);
+  21 number of templates r with centred Gaussian labels [D: L = 5, |W| = 3, |X| = 0; the paper's caption
+  of Fig. 21 repeats Fig. 20's]. The templates are drawn once per task (template seed 0) [D].
+- 22: T5, transformer, +KQ, +VO, +KQ,VO, depth-3 FCNet, RNN and LSTM. 25: T5, MLP vs MLP + vec(XX^T).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -18,66 +35,140 @@ from featlearn.templates.models import build_model, count_parameters
 from featlearn.templates.sweep import sweep_frames, write_csv
 from featlearn.templates.tasks import TASKS, check_data, make_datasets, make_task
 
-FIGURES = ("2c", "22", "25")
-
-# Curves [P Figs. 2c, 22, 25]: (task, arch, {variant: curve label}). The variants of one entry train
-# together, in one vectorised group per n.
-CURVES = {
-    "2c": [("program", "transformer", {"vanilla": "Transformer", "kq": "Transformer +KQ"})],
-    "22": [
-        (
-            "aba_abb",
-            "transformer",
-            {"vanilla": "Transformer", "kq": "Transformer +KQ", "vo": "Transformer +VO", "kq_vo": "Transformer +KQ,VO"},
-        ),
-        ("aba_abb", "mlp", {"vanilla": "FCNet (depth 3)"}),
-        ("aba_abb", "rnn", {"vanilla": "RNN"}),
-        ("aba_abb", "lstm", {"vanilla": "LSTM"}),
-    ],
-    "25": [("aba_abb", "mlp", {"vanilla": "MLP"}), ("aba_abb", "mlp_xxt", {"vanilla": "MLP + vec(XX^T)"})],
+T5 = {"name": "aba_abb"}
+ALL4 = {"vanilla": "Transformer", "kq": "Transformer +KQ", "vo": "Transformer +VO", "kq_vo": "Transformer +KQ,VO"}
+# grid -> (the swept quantity read from the grid's own config, or None)
+GRID_AXIS = {
+    "2c": None, "3c": None, "5": "d_emb", "8": None, "9": "depth", "10": "depth", "11": "heads", "12": "heads",
+    "13": "d_emb", "14": "batch", "15": "attn_mult", "16": "batch", "17": "k", "18": "length",
+    "19": "n_wildcards", "20": "n_regular", "21": "r", "22": None, "25": None,
+}
+GRIDS = tuple(GRID_AXIS)
+# figure -> the grid (training job) its runs come from
+FIGURE_GRID = {**{g: g for g in GRIDS}, "23": "17"}
+FIGURES = tuple(FIGURE_GRID)
+# random-template settings per grid [P App. B / D], the swept key filled in per curve
+RANDOM_BASE = {
+    "18": dict(n_wildcards=2, n_regular=0, r=2),
+    "19": dict(length=5, n_regular=0, r=2),
+    "20": dict(length=5, n_wildcards=2, r=2),
+    "21": dict(length=5, n_wildcards=3, n_regular=0),
+}
+AXIS_LABEL = {
+    "d_emb": "d_emb", "depth": "depth", "heads": "heads", "batch": "batch", "attn_mult": "attention init x",
+    "k": "k", "length": "L", "n_wildcards": "|W|", "n_regular": "|X|", "r": "r",
 }
 
 
+def _grid_entries(grid: str, values: list) -> list[dict]:
+    """The curves of ``grid`` before sizes and schedules: task, arch, {variant: label}, panel, value,
+    and the settings that differ from the shared ones (model sizes, batch, trainable)."""
+    one = lambda labels, task=T5, arch="transformer", panel="", value=math.nan, **extra: dict(  # noqa: E731
+        task=task, arch=arch, labels=labels, panel=panel, value=value, **extra
+    )
+    axis = GRID_AXIS[grid]
+    if grid == "2c":
+        return [one({"vanilla": "Transformer", "kq": "Transformer +KQ"}, task={"name": "program"})]
+    if grid == "3c":
+        return [one({"vanilla": "Transformer", "kq_vo": "Transformer +KQ,VO"}, task={"name": "program_next_token"})]
+    if grid == "5":
+        return [
+            one({variant: f"d_emb {d}"}, task={"name": "copy"}, panel=panel, value=d, model={"d_emb": d})
+            for variant, panel in (("vanilla", "(a) Transformer"), ("vo", "(b) Transformer +VO"))
+            for d in values
+        ]
+    if grid == "8":
+        return [one({"vanilla": "Transformer"})]
+    if axis in ("depth", "heads", "d_emb", "attn_mult"):
+        extra = {"trainable": ["head."]} if grid == "15" else {}
+        label = f"{AXIS_LABEL[axis]} {{:g}}"
+        return [one({"vanilla": label.format(v)}, value=v, model={axis: v}, **extra) for v in values]
+    if axis == "batch":
+        return [one({"vanilla": f"batch {b}"}, value=b, batch=b) for b in values]
+    if grid == "17":
+        entries = [
+            one({"vanilla": "αβα vs αββ"}),
+            one({"vanilla": "αβαβ vs ααββ"}, task={"name": "abab_aabb"}),
+        ]
+        entries += [
+            one({"vanilla": f"majority k={k}", "kq_vo": f"majority k={k} +KQ,VO"}, task={"name": "majority", "k": k}, value=k)
+            for k in values
+        ]
+        return entries
+    if grid in RANDOM_BASE:
+        base = RANDOM_BASE[grid]
+        return [
+            one({"vanilla": f"{AXIS_LABEL[axis]} = {v}"}, task={"name": "random", **base, axis: v, "seed": 0}, value=v)
+            for v in values
+        ]
+    if grid == "22":
+        return [
+            one(ALL4),
+            one({"vanilla": "FCNet (depth 3)"}, arch="mlp"),
+            one({"vanilla": "RNN"}, arch="rnn"),
+            one({"vanilla": "LSTM"}, arch="lstm"),
+        ]
+    if grid == "25":
+        return [one({"vanilla": "MLP"}, arch="mlp"), one({"vanilla": "MLP + vec(XX^T)"}, arch="mlp_xxt")]
+    raise ValueError(f"unknown sweep grid {grid!r}")
+
+
 def figure_curves(fig: str, cfg: dict, device: str = "cpu") -> list[tuple[dict, dict]]:
-    """({variant: label}, expand_groups settings) of every curve group of figure ``fig``; ``cfg`` is
-    ``templates.sweeps`` (shared keys epochs, batch, seeds, transformer, mlp, rnn, plus the figure's own
-    n and lrs under ``fig<id>``)."""
-    if fig not in CURVES:
+    """(meta, expand_groups settings) of every curve of the grid behind figure ``fig``; meta holds the
+    curve labels per variant, the panel, the swept quantity (axis) and its value. ``cfg`` is
+    ``templates.sweeps``: shared keys epochs, batch, seeds, transformer, mlp, rnn, max_group, and the
+    grid's own ``fig<grid>`` keys n, lrs (required), epochs, seeds, transformer (overrides) and the
+    swept quantity (e.g. ``depth: [1, 2, 4]``)."""
+    if fig not in FIGURE_GRID:
         raise ValueError(f"unknown sweep figure {fig!r}; expected one of {FIGURES}")
-    own = cfg[f"fig{fig}"]
-    sizes = {"transformer": cfg["transformer"], "mlp": cfg["mlp"], "mlp_xxt": cfg["mlp"], "rnn": cfg["rnn"], "lstm": cfg["rnn"]}
+    grid = FIGURE_GRID[fig]
+    own = cfg[f"fig{grid}"]
+    axis = GRID_AXIS[grid]
+    if axis is not None and axis not in own:
+        raise ValueError(f"templates.sweeps.fig{grid} needs the list {axis!r} (the quantity Fig. {grid} sweeps)")
+    stray = set(own) - {"n", "lrs", "epochs", "seeds", "transformer", axis}
+    if stray:
+        raise ValueError(f"templates.sweeps.fig{grid}: unknown keys {sorted(stray)} (Fig. {grid} sweeps {axis or 'n only'})")
+    transformer = {**cfg["transformer"], **own.get("transformer", {})}
+    sizes = {"transformer": transformer, "mlp": cfg["mlp"], "mlp_xxt": cfg["mlp"], "rnn": cfg["rnn"], "lstm": cfg["rnn"]}
     curves = []
-    for task, arch, labels in CURVES[fig]:
+    for entry in _grid_entries(grid, list(own.get(axis, [])) if axis else []):
         settings = {
-            "task": {"name": task},
-            "arch": arch,
-            "model": dict(sizes[arch]),
-            "variants": list(labels),
+            "task": entry["task"],
+            "arch": entry["arch"],
+            "model": {**sizes[entry["arch"]], **entry.get("model", {})},
+            "variants": list(entry["labels"]),
             "n": list(own["n"]),
             "lrs": list(own["lrs"]),
-            "seeds": cfg["seeds"],
-            "epochs": cfg["epochs"],
-            "batch": cfg["batch"],
+            "seeds": own.get("seeds", cfg["seeds"]),
+            "epochs": own.get("epochs", cfg["epochs"]),
+            "batch": entry.get("batch", cfg["batch"]),
+            "trainable": entry.get("trainable"),
             "device": device,
             "max_group": cfg.get("max_group", 64),
             "progress": True,
         }
-        curves.append((labels, settings))
+        meta = {"labels": entry["labels"], "panel": entry["panel"], "axis": axis or "", "value": entry["value"]}
+        curves.append((meta, settings))
     return curves
 
 
 def run_figure(fig: str, cfg: dict, out: str, device: str = "cpu") -> None:
-    """Train every curve of figure ``fig`` and write one row per run (with its curve label) to ``out``."""
+    """Train every curve of the grid behind figure ``fig`` and write one row per run to ``out``."""
     import pandas as pd
 
     frames = []
-    for labels, settings in figure_curves(fig, cfg, device):
-        print(f"templates Fig. {fig}: {', '.join(labels.values())}", flush=True)
+    for meta, settings in figure_curves(fig, cfg, device):
+        labels = meta["labels"]
+        print(f"templates grid {FIGURE_GRID[fig]}: {settings['task']['name']} {', '.join(dict.fromkeys(labels.values()))}", flush=True)
         runs, _ = sweep_frames(settings)
         runs.insert(0, "curve", runs["variant"].map(labels))
+        runs.insert(1, "panel", meta["panel"])
+        runs.insert(2, "axis", meta["axis"])
+        runs.insert(3, "value", meta["value"])
         frames.append(runs)
     runs = pd.concat(frames, ignore_index=True)
-    runs["figure"] = fig
+    runs["figure"] = FIGURE_GRID[fig]
     write_csv(runs.drop(columns=["group_seconds"]), out)  # no wall time: the table is byte-identical across runs
 
 
