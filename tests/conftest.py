@@ -65,5 +65,5 @@ def smoke_run(tmp_path_factory, shared_data):
 
     work = copy_workflow(tmp_path_factory.mktemp("smoke") / "wf")
     env = {"FEATLEARN_DATA_MIRROR": str(shared_data), "FEATLEARN_OFFLINE": "1"}
-    result = check_ok(snakemake(work, *SMOKE, env=env))
+    result = check_ok(snakemake(work, *SMOKE, env=env, timeout=1800))  # the whole pipeline: generous on loaded machines
     return work, env, result

@@ -139,3 +139,166 @@ def test_figure_writes_png_and_claims(tmp_path, one_thread):
     claims = figure("2c", str(table), [str(tmp_path / "fig.png")], "test", 60)
     assert (tmp_path / "fig.png").stat().st_size > 1000
     assert {c.claim_id for c in claims} == {"3-nstar-ratio", "3-vanilla-small-n"}
+
+
+# ------------------------------------------------------------------ grids of Figs. 3c, 5, 8-21, 23
+
+from featlearn.templates.sweep_experiments import FIGURE_GRID, GRID_AXIS, GRIDS  # noqa: E402
+from featlearn.templates.sweep_figures import (  # noqa: E402
+    SPECS,
+    claims_3c,
+    claims_5,
+    claims_8,
+    claims_17,
+    claims_23,
+    figure_rows,
+    nstar_ratio,
+)
+
+AXIS_VALUES = {"d_emb": [8, 16], "depth": [1, 2], "heads": [1, 2], "batch": [2, 1024], "attn_mult": [1, 8], "k": [2, 4],
+               "length": [3, 4], "n_wildcards": [2, 3], "n_regular": [0, 1], "r": [2, 3]}
+
+
+def _tiny_all() -> dict:
+    cfg = {k: v for k, v in TINY.items() if not k.startswith("fig")}
+    for grid, axis in GRID_AXIS.items():
+        cfg[f"fig{grid}"] = dict(n=[4, 8], lrs=[1e-3], **({axis: AXIS_VALUES[axis]} if axis else {}))
+    return cfg
+
+
+def test_every_figure_has_a_grid_and_a_plot_spec():
+    assert set(FIGURE_GRID) == set(SPECS)
+    assert FIGURE_GRID["23"] == "17" and set(FIGURE_GRID.values()) == set(GRIDS)
+
+
+def test_swept_quantities_reach_the_settings():
+    cfg = _tiny_all()
+    depth = figure_curves("9", cfg)
+    assert [s["model"]["depth"] for _, s in depth] == [1, 2] and [m["value"] for m, _ in depth] == [1, 2]
+    assert [s["batch"] for _, s in figure_curves("14", cfg)] == [2, 1024]
+    readout = figure_curves("15", cfg)
+    assert all(s["trainable"] == ["head."] for _, s in readout) and [s["model"]["attn_mult"] for _, s in readout] == [1, 8]
+    copy = figure_curves("5", cfg)
+    assert [(s["variants"], s["model"]["d_emb"]) for _, s in copy] == [(["vanilla"], 8), (["vanilla"], 16), (["vo"], 8), (["vo"], 16)]
+    tasks = figure_curves("17", cfg)
+    assert [s["task"]["name"] for _, s in tasks] == ["aba_abb", "abab_aabb", "majority", "majority"]
+    assert tasks[2][1]["variants"] == ["vanilla", "kq_vo"] and tasks[3][1]["task"]["k"] == 4
+    assert figure_curves("23", cfg) == tasks  # one grid serves both figures
+    for grid, key in (("18", "length"), ("19", "n_wildcards"), ("20", "n_regular"), ("21", "r")):
+        curves = figure_curves(grid, cfg)
+        assert [s["task"][key] for _, s in curves] == AXIS_VALUES[key]
+        assert all(s["task"]["name"] == "random" and s["task"]["seed"] == 0 for _, s in curves)
+    # a grid's own schedule and transformer sizes override the shared ones
+    cfg["fig3c"].update(epochs=7, seeds=3, transformer={"depth": 4})
+    (_, s), = figure_curves("3c", cfg)
+    assert (s["epochs"], s["seeds"], s["model"]["depth"], s["model"]["d_emb"]) == (7, 3, 4, 8)
+
+
+def test_grid_config_errors_are_clear():
+    cfg = _tiny_all()
+    del cfg["fig9"]["depth"]
+    with pytest.raises(ValueError, match="fig9 needs the list 'depth'"):
+        figure_curves("9", cfg)
+    cfg = _tiny_all()
+    cfg["fig8"]["depth"] = [1, 2]
+    with pytest.raises(ValueError, match="unknown keys \\['depth'\\]"):
+        figure_curves("8", cfg)
+
+
+@pytest.mark.parametrize("fig", ["5", "9", "15", "21", "23"])
+def test_new_figures_train_and_draw(tmp_path, one_thread, fig):
+    table = tmp_path / "runs.csv"
+    run_figure(fig, _tiny_all(), str(table))
+    runs = pd.read_csv(table)
+    assert runs["test_metric"].notna().all() and (runs["figure"].astype(str) == FIGURE_GRID[fig]).all()
+    claims = figure(fig, str(table), [str(tmp_path / "fig.png")], "test", 60)
+    assert (tmp_path / "fig.png").stat().st_size > 1000
+    assert bool(claims) == (fig in ("5", "23"))
+
+
+def test_nstar_ratio_is_conservative():
+    assert nstar_ratio(512, 32, 8192) == 16
+    assert nstar_ratio(math.inf, 32, 256) == 8  # vanilla not reached: lower bound n_max / n*(fast)
+    assert math.isnan(nstar_ratio(512, math.inf, 8192))
+
+
+def _rows(spec: list, **const) -> pd.DataFrame:
+    """One row per (curve, n, seed) from [(curve, variant, extra columns, {n: metric})]."""
+    rows = []
+    for curve, variant, extra, by_n in spec:
+        for n, metric in by_n.items():
+            for seed in (1, 2):
+                rows.append(dict(curve=curve, variant=variant, n=n, seed=seed, test_metric=metric, val_loss=0.5,
+                                 final_train_loss=0.0, lr=1e-3, panel="", **extra, **const))
+    return pd.DataFrame(rows)
+
+
+def test_fig3c_claims():
+    ns = (256, 4096, 16384)
+    runs = _rows([("Transformer", "vanilla", {}, dict(zip(ns, (0.9, 0.7, 0.5)))),
+                  ("Transformer +KQ,VO", "kq_vo", {}, dict(zip(ns, (0.6, 0.2, 0.01))))])
+    assert [c.passed for c in claims_3c(runs, "t")] == [True, True]
+    runs.loc[runs["variant"] == "vanilla", "test_metric"] = 0.2
+    runs.loc[runs["variant"] == "kq_vo", "test_metric"] = 0.2
+    assert [c.passed for c in claims_3c(runs, "t")] == [False, False]
+
+
+def test_fig5_claims_inverse_scaling():
+    ns = (4, 8, 16, 32, 64, 128)
+    van = {64: (1, 1, 0.4, 0.1, 0, 0), 256: (1, 1, 1, 0.4, 0.1, 0), 1024: (1, 1, 1, 1, 1, 0.9)}
+    spec = [(f"d_emb {d}", "vanilla", {"d_emb": d}, dict(zip(ns, v))) for d, v in van.items()]
+    spec += [(f"d_emb {d}", "vo", {"d_emb": d}, dict(zip(ns, (0.5, 0.05, 0, 0, 0, 0)))) for d in van]
+    runs = _rows(spec)
+    result = {c.claim_id: c for c in claims_5(runs, "t")}
+    assert result["5-inverse-scaling"].passed and result["5-vo"].measured == 8 and result["5-vo"].passed
+    # the largest embedding learning faster breaks inverse scaling
+    runs.loc[(runs["variant"] == "vanilla") & (runs["d_emb"] == 1024), "test_metric"] = 0.0
+    result = {c.claim_id: c for c in claims_5(runs, "t")}
+    assert result["5-inverse-scaling"].measured == 1 and not result["5-inverse-scaling"].passed
+
+
+def test_fig8_claims_pick_the_lr_by_validation_loss():
+    rows = []
+    for lr, mse, val in ((1e-3, 0.05, 0.1), (1e-2, 0.02, 0.3), (3e-2, 0.9, 1.0), (1e-1, 1.0, 1.1)):
+        for n in (512, 2048):
+            rows.append(dict(lr=lr, n=n, seed=1, test_metric=mse, val_loss=val, final_train_loss=0.0))
+    runs = pd.DataFrame(rows)
+    result = {c.claim_id: c for c in claims_8(runs, "t")}
+    assert result["10-large-lr"].measured == pytest.approx(0.9) and result["10-large-lr"].passed
+    assert result["10-best-lr"].measured == pytest.approx(0.05) and "lr 0.001" in result["10-best-lr"].statement
+    no_2048 = {c.claim_id: c for c in claims_8(runs[runs["n"] == 512], "t")}
+    assert math.isnan(no_2048["10-best-lr"].measured) and not no_2048["10-best-lr"].passed
+
+
+def _majority_table(kq_fast: bool) -> pd.DataFrame:
+    ns = (32, 128, 512, 2048)
+    spec = [("αβα vs αββ", "vanilla", {"task": "aba_abb"}, dict(zip(ns, (1, 0.5, 0.1, 0.01)))),
+            ("αβαβ vs ααββ", "vanilla", {"task": "abab_aabb"}, dict(zip(ns, (1, 0.6, 0.2, 0.05))))]
+    van = {2: (1, 0.5, 0.05, 0.0), 4: (1, 1, 0.8, 0.6), 6: (1, 1, 1, 0.95), 8: (1, 1, 1, 1)}
+    for k, v in van.items():
+        spec.append((f"majority k={k}", "vanilla", {"task": f"majority_{k}"}, dict(zip(ns, v))))
+        fast = (0.05, 0.0, 0.0, 0.0) if kq_fast else v
+        spec.append((f"majority k={k} +KQ,VO", "kq_vo", {"task": f"majority_{k}"}, dict(zip(ns, fast))))
+    return _rows(spec)
+
+
+def test_fig17_and_fig23_claims():
+    runs = _majority_table(kq_fast=True)
+    assert all(c.passed for c in claims_17(runs, "t"))
+    rows = figure_rows(runs, "17")
+    assert set(rows["variant"]) == {"vanilla"} and len(set(rows["curve"])) == 6
+    panels = figure_rows(runs, "23")
+    assert set(panels["panel"]) == {"Transformer", "Transformer +KQ,VO"} and panels["task"].str.startswith("majority").all()
+    result = {c.claim_id: c for c in claims_23(runs, "t")}
+    # k=2: vanilla n* = 512, +KQ,VO n* = 32 -> 16; k=4: vanilla never (n_max 2048) -> lower bound 2048 / 32
+    assert result["7-k2"].measured == 16 and result["7-k4"].measured == 64 and all(c.passed for c in result.values())
+    slow = {c.claim_id: c for c in claims_23(_majority_table(kq_fast=False), "t")}
+    assert slow["7-k2"].measured == 1 and not slow["7-k2"].passed
+    assert math.isnan(slow["7-k4"].measured)  # +KQ,VO never reaches 0.1 either
+
+
+def test_fig17_claims_fail_when_majority_4_is_learned():
+    runs = _majority_table(kq_fast=True)
+    runs.loc[(runs["task"] == "majority_4") & (runs["variant"] == "vanilla"), "test_metric"] = 0.01
+    result = {c.claim_id: c for c in claims_17(runs, "t")}
+    assert not result["9-maj4"].passed and result["9-easy"].passed

@@ -129,6 +129,43 @@ for _fig, _grid in TS_FIGURE_GRID.items():
             " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
 
 
+# Throughput of the sweep engine against one-at-a-time training (not part of the `templates` target):
+# `snakemake templates_bench` writes results/templates/bench.json and its benchmark file.
+TB_CFG = config["templates"]["bench"]
+
+
+rule templates_bench:
+    output:
+        f"{TS}/bench.json",
+    log:
+        f"{LOGS}/templates/bench.log",
+    benchmark:
+        f"{BENCH}/templates/bench.tsv"
+    conda:
+        ENV
+    threads: TB_CFG["threads"]
+    resources:
+        mem_mb=4000,
+        runtime=60,
+        gpu=1 if config["device"] != "cpu" else 0,
+    params:
+        settings=json.dumps(
+            {
+                "task": {"name": "aba_abb"},
+                "arch": "transformer",
+                "model": TS_CFG["transformer"],
+                "batch": TS_CFG["batch"],
+                "device": config["device"],
+                **{k: v for k, v in TB_CFG.items() if k != "threads"},
+            },
+            sort_keys=True,
+        ),
+        code=TS_CODE + code_hash("templates/bench.py"),
+    shell:
+        "python -m featlearn templates-bench --settings {params.settings:q}"
+        " --threads {threads} --out {output} > {log} 2>&1"
+
+
 # ---- kernel theory (Sec. 3) ----
 
 # N matrices (Eq. 7), K_attn at beta = 0 and kernel ridge regression on unseen symbols: one cheap job.
