@@ -113,7 +113,8 @@ def plot_curves(runs: pd.DataFrame, fig_id: str, paths: list[str], scale: str, d
             several = runs.loc[(runs["panel"] == panel) & (runs["curve"] == curve), "lr"].nunique() > 1
             label = f"{curve} (lr {m['lr'].iloc[0]:g})" if several else curve
             line = ax.errorbar(m["n"], m["mean"], yerr=m["sd"], marker="o", ms=3, capsize=2, label=label)
-            ax_train.plot(m["n"], m["train_loss"], marker="o", ms=3, color=line[0].get_color())
+            # log axis; a loss of exactly 0 is drawn at the floor 1e-8
+            ax_train.plot(m["n"], m["train_loss"].clip(lower=1e-8), marker="o", ms=3, color=line[0].get_color())
         if regression:
             ax.axhline(1.0, color="grey", ls="--", lw=1, label="always-0 predictor")
         ax.set_ylim(bottom=0)
@@ -121,7 +122,7 @@ def plot_curves(runs: pd.DataFrame, fig_id: str, paths: list[str], scale: str, d
         ax.set_title(panel or None, fontsize=9)
         ax.legend(fontsize=7)
         ax_train.set_xscale("log", base=2)
-        ax_train.set_yscale("symlog", linthresh=1e-3)
+        ax_train.set_yscale("log")
         ax_train.set_xlabel("training samples n (log scale)")
         ax_train.set_ylabel("final train loss" if j == 0 else "")
     fig.suptitle(f"{TITLES[fig_id]} [{scale} scale]", fontsize=10)
