@@ -199,6 +199,23 @@ def test_kq_and_vo_terms_follow_the_formulas():
     assert torch.allclose(att(x), out, atol=1e-12)
 
 
+@pytest.mark.parametrize("head,readout", [("regression", "cls"), ("next_token", "cls"), ("next_token", "last")])
+def test_readout_only_last_block_equals_the_full_stream(head, readout):
+    """forward computes only the readout position in the last block; it must equal the full stream's."""
+    torch.manual_seed(2)
+    m = M.TemplateTransformer(30, 5, head=head, kq=True, vo=True, readout=readout, **{**TINY, "depth": 3}).double()
+    with torch.no_grad():  # non-zero scalings so the KQ and VO terms take part
+        for p in M.identity_scalings(m).values():
+            p.normal_()
+    x = torch.randint(0, 30, (7, 5))
+    full = m.features(x)
+    last = m.features(x, last_only=True)
+    assert last.shape == (7, 1, TINY["d_emb"])
+    assert torch.allclose(last[:, 0], full[:, -1], atol=1e-12)
+    block = m.blocks[-1]
+    assert torch.allclose(block.attn.attention(full, last_query=True), block.attn.attention(full)[:, :, -1:], atol=1e-12)
+
+
 def test_mlp_first_layer_is_the_one_hot_product():
     torch.manual_seed(0)
     V, k = 11, 3

@@ -75,18 +75,24 @@ class IdentityScaledAttention(nn.Module):
         B, T, _ = t.shape
         return t.view(B, T, self.heads, self.d_head).transpose(1, 2)
 
-    def attention(self, x: torch.Tensor) -> torch.Tensor:
-        """Attention weights A [B, H, T, T] of the LN'd input x [B, T, d]."""
-        q, k = self.to_qk(x).chunk(2, dim=-1)
+    def attention(self, x: torch.Tensor, last_query: bool = False) -> torch.Tensor:
+        """Attention weights A [B, H, T, T] of the LN'd input x [B, T, d]; with ``last_query`` only the
+        last position's row, [B, H, 1, T]."""
+        xq = x[:, -1:] if last_query else x
+        inner = self.heads * self.d_head
+        W_q, W_k = self.to_qk.weight[:inner], self.to_qk.weight[inner:]
+        q, k = F.linear(xq, W_q), F.linear(x, W_k)
         logits = self._split(q) @ self._split(k).transpose(-1, -2) * self.scale
         if self.kq_scale is not None:  # W_K W_Q^T + a_h I: adds a_h x x^T
-            logits = logits + (self.kq_mult * self.kq_scale).view(1, -1, 1, 1) * (x @ x.transpose(-1, -2)).unsqueeze(1)
+            logits = logits + (self.kq_mult * self.kq_scale).view(1, -1, 1, 1) * (xq @ x.transpose(-1, -2)).unsqueeze(1)
         return logits.softmax(dim=-1)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        A = self.attention(x)
-        B, T, _ = x.shape
-        heads = (A @ self._split(self.to_v(x))).transpose(1, 2).reshape(B, T, self.heads * self.d_head)
+    def forward(self, x: torch.Tensor, last_query: bool = False) -> torch.Tensor:
+        """Attention output [B, T, d]; with ``last_query`` only the last position's, [B, 1, d] (the same
+        values: every position attends to all keys, so its row does not depend on the other queries)."""
+        A = self.attention(x, last_query)
+        B, Tq = x.shape[0], A.shape[-2]
+        heads = (A @ self._split(self.to_v(x))).transpose(1, 2).reshape(B, Tq, self.heads * self.d_head)
         out = self.to_out(heads)
         if self.vo_scale is not None:  # W_V W_O^T + b_h I: adds Σ_h b_h A_h x
             out = out + (A * (self.vo_mult * self.vo_scale).view(1, -1, 1, 1)).sum(dim=1) @ x
@@ -112,8 +118,9 @@ class Block(nn.Module):
         self.norm2 = nn.LayerNorm(d_emb)
         self.mlp = nn.Sequential(nn.Linear(d_emb, d_mlp), nn.GELU(), nn.Linear(d_mlp, d_emb))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.norm1(x))
+    def forward(self, x: torch.Tensor, last_only: bool = False) -> torch.Tensor:
+        """The block's output [B, T, d]; with ``last_only`` only the last position's, [B, 1, d]."""
+        x = (x[:, -1:] if last_only else x) + self.attn(self.norm1(x), last_query=last_only)
         return x + self.mlp(self.norm2(x))
 
 
@@ -154,18 +161,22 @@ class TemplateTransformer(nn.Module):
         else:
             self.final_norm = nn.LayerNorm(d_emb, elementwise_affine=False)
 
-    def features(self, tokens: torch.Tensor) -> torch.Tensor:
-        """Residual stream after the last block [B, T', d] (T' = k + 1 with the CLS)."""
+    def features(self, tokens: torch.Tensor, last_only: bool = False) -> torch.Tensor:
+        """Residual stream after the last block [B, T', d] (T' = k + 1 with the CLS); with ``last_only``
+        only its last position, [B, 1, d]."""
         x = self.embed(tokens)
         if self.cls is not None:
             x = torch.cat([x, self.cls.expand(x.shape[0], -1, -1)], dim=1)
         x = x + self.pos
-        for block in self.blocks:
-            x = block(x)
+        for i, block in enumerate(self.blocks):
+            x = block(x, last_only=last_only and i == len(self.blocks) - 1)
         return x
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        h = self.features(tokens)[:, -1]  # the CLS position, or the last token
+        # Only the readout position (the CLS, or the last token) reaches the head, so the last block
+        # computes that position alone: its queries, attention row and MLP (keys and values still come
+        # from every position). A depth-2 model costs about a third less; the values are the same.
+        h = self.features(tokens, last_only=True)[:, -1]
         if self.head_kind == "regression":
             return self.head(self.head_norm(h)).squeeze(-1)
         return self.final_norm(h) @ self.embed.weight.T  # tied embedding / unembedding [C]
