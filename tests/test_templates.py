@@ -258,14 +258,15 @@ def _compare(group: S.Group, res: S.GroupResult, i: int, run: S.RunSpec) -> None
         assert torch.allclose(res.params[name][i], p[0], atol=1e-9), name
 
 
+@pytest.mark.parametrize("looped", [False, True], ids=["vmap", "looped"])
 @pytest.mark.parametrize(
     "task,n,batch",
     [(T.aba_abb(), 12, 1024), (T.aba_abb(), 12, 5), (T.copy_task(), 10, 4)],
     ids=["full", "minibatch", "next_token"],
 )
-def test_vectorised_sweep_equals_single_runs(task, n, batch):
+def test_vectorised_sweep_equals_single_runs(task, n, batch, looped):
     runs = [S.RunSpec(1, 1e-2, "vanilla"), S.RunSpec(2, 3e-3, "kq"), S.RunSpec(1, 1e-2, "vo"), S.RunSpec(3, 2e-2, "kq_vo")]
-    group = S.Group(task, n, runs, model=TINY, epochs=4, batch=batch, dtype=torch.float64, progress=False)
+    group = S.Group(task, n, runs, model=TINY, epochs=4, batch=batch, dtype=torch.float64, progress=False, looped=looped)
     res = S.train_group(group)
     for i, run in enumerate(runs):
         _compare(group, res, i, run)
@@ -274,6 +275,16 @@ def test_vectorised_sweep_equals_single_runs(task, n, batch):
     assert float(a[0].abs().max()) == 0.0 and float(res.params["blocks.0.attn.vo_scale"][0].abs().max()) == 0.0
     if task.length > 1:
         assert float(a[1].abs().max()) > 0
+
+
+def test_engine_loops_over_runs_only_for_large_cpu_transformer_groups():
+    runs = [S.RunSpec(1, 1e-3)]
+    big, small = S.LOOP_MIN_SAMPLES, S.LOOP_MIN_SAMPLES - 1
+    assert S.auto_looped(S.Group(T.aba_abb(), big, runs))
+    assert not S.auto_looped(S.Group(T.aba_abb(), small, runs))
+    assert not S.auto_looped(S.Group(T.aba_abb(), 4 * big, runs, batch=small))  # samples per step count
+    assert not S.auto_looped(S.Group(T.aba_abb(), big, runs, arch="mlp", model={"hidden": 8, "depth": 3}))
+    assert not S.auto_looped(S.Group(T.aba_abb(), big, runs, device="cuda"))
 
 
 def test_baselines_in_the_sweep_equal_single_runs():
@@ -347,6 +358,8 @@ def test_bench_reports_throughput():
     row = benchmark({"task": {"name": "aba_abb"}, "model": TINY, "runs": 4, "epochs": 2, "sequential_runs": 1}, n=8)
     assert row["vectorised_model_steps_per_s"] > 0 and row["sequential_model_steps_per_s"] > 0
     assert row["speedup"] == pytest.approx(row["sequential_seconds_per_run"] * 4 / row["vectorised_seconds"])
+    assert row["engine_mode"] == "vmap" and row["vectorised_model_steps_per_s"] == row["vmap_model_steps_per_s"]
+    assert row["looped_model_steps_per_s"] > 0
 
 
 # --------------------------------------------------------------------------------------- kernels

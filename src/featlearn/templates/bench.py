@@ -2,20 +2,22 @@
 
 A model-step is one optimiser step of one run (one minibatch; each epoch also evaluates the 200
 validation and test samples, in both ways of training). ``benchmark`` trains R runs (variants x seeds,
-one n) as one vectorised group, then a subset of the same runs one at a time in the plain way
-(``sweep.train_reference``: nn.Module + torch.optim.Adam) and through the engine with R = 1; one-at-a-time
-figures are per run, so they extrapolate linearly to R runs.
+one n) as one engine group in both of its forward modes (vmap over the runs, and the runs' forwards one
+after another; ``sweep.auto_looped`` picks one, reported as the engine's figure), then a subset of the same
+runs one at a time in the plain way (``sweep.train_reference``: nn.Module + torch.optim.Adam) and through
+the engine with R = 1; one-at-a-time figures are per run, so they extrapolate linearly to R runs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import platform
 import sys
 
 import torch
 
-from featlearn.templates.sweep import VARIANTS, Group, RunSpec, train_group, train_reference
+from featlearn.templates.sweep import VARIANTS, Group, RunSpec, auto_looped, train_group, train_reference
 from featlearn.templates.tasks import make_task
 
 
@@ -44,7 +46,10 @@ def benchmark(settings: dict, n: int) -> dict:
     runs = [RunSpec(1 + i // len(variants), float(settings.get("lr", 1e-3)), variants[i % len(variants)]) for i in range(R)]
     train_group(_group(settings, n, runs[:2], 1))  # warm-up (allocator, kernels)
     group = _group(settings, n, runs, epochs)
-    vec = train_group(group).seconds
+    vmapped = train_group(dataclasses.replace(group, looped=False)).seconds
+    looped = train_group(dataclasses.replace(group, looped=True)).seconds
+    mode = "looped" if auto_looped(group) else "vmap"
+    vec = looped if mode == "looped" else vmapped
     m = min(int(settings.get("sequential_runs", 2)), R)
     ref = sum(train_reference(group, run).seconds for run in runs[:m]) / m
     single = sum(train_group(_group(settings, n, [run], epochs)).seconds for run in runs[:m]) / m
@@ -65,8 +70,11 @@ def benchmark(settings: dict, n: int) -> dict:
         ),
         "threads": torch.get_num_threads(),
         "dtype": str(group.dtype).replace("torch.", ""),
+        "engine_mode": mode,
         "vectorised_seconds": vec,
         "vectorised_model_steps_per_s": R * steps / vec,
+        "vmap_model_steps_per_s": R * steps / vmapped,
+        "looped_model_steps_per_s": R * steps / looped,
         "sequential_runs_measured": m,
         "sequential_seconds_per_run": ref,
         "sequential_model_steps_per_s": steps / ref,
@@ -75,7 +83,8 @@ def benchmark(settings: dict, n: int) -> dict:
         "speedup": ref * R / vec,
     }
     print(
-        f"[templates bench] n={n} R={R}: vectorised {out['vectorised_model_steps_per_s']:.1f} model-steps/s, "
+        f"[templates bench] n={n} R={R}: engine ({mode}) {out['vectorised_model_steps_per_s']:.1f} model-steps/s "
+        f"(vmap {out['vmap_model_steps_per_s']:.1f}, looped {out['looped_model_steps_per_s']:.1f}), "
         f"one at a time {out['sequential_model_steps_per_s']:.1f} (engine R=1: {out['engine_single_model_steps_per_s']:.1f}), "
         f"speedup x{out['speedup']:.2f}",
         file=sys.stderr,
