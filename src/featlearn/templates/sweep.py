@@ -326,7 +326,10 @@ def _looped(fn, R: int):
     """``vmap(fn)`` computed run by run on views of the stacked parameters (one plain forward per run)."""
 
     def batched(params, x, y):
-        outs = [fn({name: p[r] for name, p in params.items()}, x[r], y[r]) for r in range(R)]
+        # unbind: one backward (a stack of the runs' gradients) instead of R zero-filled index backwards
+        per_run = {name: p.unbind(0) for name, p in params.items()}
+        xs, ys = x.unbind(0), y.unbind(0)
+        outs = [fn({name: ps[r] for name, ps in per_run.items()}, xs[r], ys[r]) for r in range(R)]
         if isinstance(outs[0], tuple):
             return tuple(torch.stack(col) for col in zip(*outs))
         return torch.stack(outs)
