@@ -90,9 +90,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("parts", nargs="*")
     p.set_defaults(func=_scorecard)
 
-    from featlearn.scan_snap.cli import register as register_scan_snap
+    from featlearn.compute import register as register_compute
 
-    register_scan_snap(sub)
+    register_compute(sub)
+    from featlearn.figure import register as register_figure
+
+    register_figure(sub)
+    from featlearn.scan_snap.bench import register as register_scan_snap_bench
+
+    register_scan_snap_bench(sub)
     from featlearn.joma.cli import register as register_joma
 
     register_joma(sub)

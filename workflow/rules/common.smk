@@ -116,3 +116,132 @@ def data_flags():
     if config["data"]["offline"]:
         flags.append("--offline")
     return " ".join(flags)
+
+
+# ---- the two base rules: every paper's registry (featlearn/<paper>/registry.py) is turned into rules here.
+from featlearn.registry import CHECK, FIGURE, TABLE, Paths
+
+PATHS = Paths(RESULTS)
+
+
+def named_paths(files):
+    """A rule's named inputs or outputs as a JSON object for the command line (lists stay lists)."""
+    return json.dumps(
+        {k: v if isinstance(v, str) else list(v) for k, v in files.items()},
+        sort_keys=True,
+    )
+
+
+def job_device(job):
+    """The device a job runs on: the configured one for jobs that can use a GPU, else the CPU."""
+    return config["device"] if job.resources.gpu else "cpu"
+
+
+def compute_rule(job):
+    """The compute rule of registry Job ``job``: `python -m featlearn compute` with named inputs/outputs."""
+
+    rule:
+        name:
+            job.name
+        input:
+            unpack(job.inputs) if callable(job.inputs) else [],
+            **({} if callable(job.inputs) else job.inputs),
+        output:
+            **job.outputs,
+        log:
+            PATHS.log(job.paper, job.stem),
+        benchmark:
+            PATHS.benchmark(job.paper, job.stem)
+        wildcard_constraints:
+            **job.wildcards,
+        conda:
+            ENV
+        threads: job.threads
+        resources:
+            mem_mb=job.resources.mem_mb,
+            runtime=job.resources.runtime,
+            gpu=1 if job_device(job) != "cpu" else 0,
+        params:
+            run=job.run,
+            settings=lambda wildcards: job.settings_json(wildcards),
+            inputs=lambda wildcards, input: named_paths(input),
+            outputs=lambda wildcards, output: named_paths(output),
+            work_dir=lambda wildcards: (
+                job.work_dir(wildcards) if callable(job.work_dir) else job.work_dir or ""
+            ),
+            device=job_device(job),
+            code=code_hash(*job.code),
+        shell:
+            "python -m featlearn compute --run {params.run} --settings {params.settings:q}"
+            " --inputs {params.inputs:q} --outputs {params.outputs:q} --threads {threads}"
+            " --device {params.device} --work-dir={params.work_dir:q} > {log} 2>&1"
+
+
+def figure_outputs(fig):
+    """Named outputs of a figure rule: the drawing (PNG in the report, other formats beside it, or a
+    table's CSV and Markdown) and its claims table."""
+    out = {}
+    if fig.kind == FIGURE:
+        stem = f"{fig.paper}/{fig.stem}"
+        out["png"] = report_figure(stem, fig.paper, fig.caption)
+        out["other"] = other_formats(stem)
+    elif fig.kind == TABLE:
+        out["csv"] = PATHS.paper(fig.paper, f"{fig.stem}.csv")
+        out["md"] = report(
+            PATHS.paper(fig.paper, f"{fig.stem}.md"),
+            caption=f"../report/{fig.caption}",
+            category=fig.paper,
+        )
+    if fig.claims:
+        out["claims"] = fig.claims_file(PATHS)
+    return out
+
+
+def drawn_files(output):
+    """What the draw function writes: every output but the claims table."""
+    return [f for name, f in output.items() if name != "claims" for f in ([f] if isinstance(f, str) else f)]
+
+
+def figure_rule(fig):
+    """The rule of registry Figure ``fig``: fig_<paper>_<n>, table_<paper>_<n> or check_<paper>_<id>."""
+
+    rule:
+        name:
+            fig.rule
+        input:
+            **fig.inputs,
+        output:
+            **figure_outputs(fig),
+        log:
+            PATHS.log(fig.paper, fig.log_stem),
+        localrule: True
+        conda:
+            ENV
+        params:
+            draw=fig.draw or "",
+            claims_fn=fig.claims or "",
+            inputs=lambda wildcards, input: named_paths(input),
+            drawn=lambda wildcards, output: drawn_files(output),
+            claims=lambda wildcards, output: output.get("claims", ""),
+            settings=fig.settings_json(),
+            scale=SCALE,
+            dpi=config["report"]["dpi"],
+            code=code_hash(*fig.code),
+        shell:
+            "python -m featlearn figure --draw={params.draw:q} --claims-fn={params.claims_fn:q}"
+            " --inputs {params.inputs:q} --settings {params.settings:q} --figures {params.drawn:q}"
+            " --claims={params.claims:q} --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
+
+
+def register_paper(reg):
+    """Rules, targets, claims tables and skipped parts of one paper's registry."""
+    for job in reg.jobs:
+        compute_rule(job)
+    for fig in reg.figures:
+        figure_rule(fig)
+        if fig.kind == FIGURE:
+            PAPER_TARGETS[reg.paper].append(PATHS.figure(fig.paper, fig.stem, "png"))
+        elif fig.kind == TABLE:
+            PAPER_TARGETS[reg.paper].append(PATHS.paper(fig.paper, f"{fig.stem}.md"))
+    PAPER_CLAIMS[reg.paper] += reg.claim_tables(PATHS)
+    SKIPPED.update(reg.skipped)

@@ -62,7 +62,7 @@ def _composition_table(hist: History, runs: pd.DataFrame, steps: list[int] | Non
     return df
 
 
-def syn_small(cfg: dict, out_steps: str, out_comp: str) -> None:
+def syn_small(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Fig. 4: SGD (momentum 0.9), zero init, eta_Z fixed, ratios eta_Y/eta_Z, both query layouts, seeds."""
     steps_frames, comp_frames = [], []
     for layout, (num_last, per_last) in LAYOUTS.items():
@@ -82,17 +82,17 @@ def syn_small(cfg: dict, out_steps: str, out_comp: str) -> None:
                 batch=cfg["batch"],
                 iterations=cfg["iterations"],
                 log_every=cfg["log_every"],
-                device=cfg.get("device", "cpu"),
+                device=ctx.device,
             )
         )
         print(f"[scan_snap] syn_small {layout}: {len(grid)} runs in {hist.seconds:.1f}s", file=sys.stderr)
         steps_frames.append(_step_table(hist, spec, runs))
         comp_frames.append(_composition_table(hist, runs).merge(runs, on="run"))
-    _write_csv(pd.concat(steps_frames, ignore_index=True), out_steps)
-    _write_csv(pd.concat(comp_frames, ignore_index=True), out_comp)
+    _write_csv(pd.concat(steps_frames, ignore_index=True), outputs["steps"])
+    _write_csv(pd.concat(comp_frames, ignore_index=True), outputs["composition"])
 
 
-def adam(cfg: dict, out_steps: str, out_comp: str) -> None:
+def adam(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Fig. 5: Adam with one learning rate for Y and Z, several learning rates, zero init."""
     spec = SequenceClasses(*LAYOUTS["separate"], cfg["seq_len"])
     grid = list(itertools.product(cfg["lrs"], range(1, cfg["seeds"] + 1)))
@@ -100,15 +100,17 @@ def adam(cfg: dict, out_steps: str, out_comp: str) -> None:
     lrs = [lr for lr, _ in grid]
     hist = train(
         RunSet(spec, seeds=list(runs["seed"]), eta_z=lrs, eta_y=lrs, optimizer="adam", init="zero", batch=cfg["batch"], iterations=cfg["iterations"], log_every=cfg["log_every"],
-                device=cfg.get("device", "cpu"))
+                device=ctx.device)
     )
     print(f"[scan_snap] adam: {len(grid)} runs in {hist.seconds:.1f}s", file=sys.stderr)
-    _write_csv(_step_table(hist, spec, runs), out_steps)
-    _write_csv(_composition_table(hist, runs, steps=[hist.steps[-1]]).merge(runs, on="run"), out_comp)
+    _write_csv(_step_table(hist, spec, runs), outputs["steps"])
+    _write_csv(_composition_table(hist, runs, steps=[hist.steps[-1]]).merge(runs, on="run"), outputs["composition"])
 
 
-def syn_medium(cfg: dict, thresholds: np.ndarray, out_final: str, out_recall: str) -> None:
+def syn_medium(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Fig. 6 / 11 / 12: the Syn-Medium sweep, one vectorised job per query count (same shapes)."""
+    t = cfg["recall_thresholds"]
+    thresholds = np.linspace(t["start"], t["stop"], t["num"])
     finals, recalls = [], []
     for num_last in cfg["num_last"]:
         spec = SequenceClasses(num_last, cfg["num_next_per_last"], cfg["seq_len"])
@@ -134,7 +136,7 @@ def syn_medium(cfg: dict, thresholds: np.ndarray, out_final: str, out_recall: st
                 batch=cfg["batch"],
                 iterations=cfg["iterations"],
                 log_every=cfg["iterations"],
-                device=cfg.get("device", "cpu"),
+                device=ctx.device,
             ),
             progress=True,
         )
@@ -157,11 +159,11 @@ def syn_medium(cfg: dict, thresholds: np.ndarray, out_final: str, out_recall: st
                 }
             ).merge(runs, on="run")
         )
-    _write_csv(pd.concat(finals, ignore_index=True), out_final)
-    _write_csv(pd.concat(recalls, ignore_index=True), out_recall)
+    _write_csv(pd.concat(finals, ignore_index=True), outputs["final"])
+    _write_csv(pd.concat(recalls, ignore_index=True), outputs["recall"])
 
 
-def generator_check(cfg: dict, out: str) -> None:
+def generator_check(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Empirical token frequencies per class against P(l|n), from many fresh batches."""
     spec = SequenceClasses(*LAYOUTS["separate"], cfg["seq_len"])
     gen = torch.Generator().manual_seed(cfg.get("seed", 0))
@@ -186,10 +188,10 @@ def generator_check(cfg: dict, out: str) -> None:
             "draws": draws.expand(K, M).reshape(-1).numpy(),
         }
     )
-    _write_csv(df, out)
+    _write_csv(df, outputs["freq"])
 
 
-def theory_tables(cfg: dict, out_snap: str, out_decoder: str, out_t0: str) -> None:
+def theory_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Figs. 3, 8, 9: B_n(t) and gamma(t) per eta_Y; discrete h_t against continuous h*(t); B_n at the
     transition time t0 (the peak of gamma) over a grid of (eta_Z, eta_Y)."""
     t = theory.time_grid(cfg["t_max"], cfg["grid_points"])
@@ -198,7 +200,7 @@ def theory_tables(cfg: dict, out_snap: str, out_decoder: str, out_t0: str) -> No
         g = theory.gamma(t, eta_y, cfg["M"], cfg["K"])
         B = theory.snapping_curve(t, eta_y, cfg["eta_z"], cfg["M"], cfg["K"], cfg["C0"])
         rows.append(pd.DataFrame({"eta_y": eta_y, "eta_z": cfg["eta_z"], "t": t, "gamma": g, "B": B}))
-    _write_csv(pd.concat(rows, ignore_index=True), out_snap)
+    _write_csv(pd.concat(rows, ignore_index=True), outputs["snapping"])
 
     rows = []
     steps = np.arange(cfg["discrete_steps"] + 1)
@@ -214,7 +216,7 @@ def theory_tables(cfg: dict, out_snap: str, out_decoder: str, out_t0: str) -> No
                 }
             )
         )
-    _write_csv(pd.concat(rows, ignore_index=True), out_decoder)
+    _write_csv(pd.concat(rows, ignore_index=True), outputs["decoder"])
 
     rows = []
     for eta_z in cfg["t0_eta_z"]:
@@ -226,4 +228,4 @@ def theory_tables(cfg: dict, out_snap: str, out_decoder: str, out_t0: str) -> No
             t0 = grid[int(np.argmax(g))]
             B = theory.snapping_curve(grid[grid <= t0], eta_y, eta_z, cfg["M"], cfg["K"], cfg["C0"])[-1]
             rows.append({"eta_z": eta_z, "eta_y": eta_y, "ratio_z_over_y": eta_z / eta_y, "t0": t0, "B_t0": B})
-    _write_csv(pd.DataFrame(rows), out_t0)
+    _write_csv(pd.DataFrame(rows), outputs["t0"])

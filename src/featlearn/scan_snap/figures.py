@@ -1,4 +1,9 @@
-"""Figures of Scan and Snap and the claims each one checks. Figures read only the tidy tables."""
+"""Figures of Scan and Snap and the claims each one checks. Figures read only the tidy tables.
+
+Every figure has ``draw_<id>(inputs, cfg) -> matplotlib figure`` and, where it checks claims,
+``claims_<id>(inputs, cfg) -> list[Claim]``; ``inputs`` maps the table names of the registry
+(``featlearn.scan_snap.registry``) to paths, and ``cfg`` holds the figure's settings and ``scale``.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ import seaborn as sns
 from scipy.stats import spearmanr
 
 from featlearn.claims import Claim, check
-from featlearn.plotting import save_figure, set_style
+from featlearn.plotting import set_style
 from featlearn.scan_snap.data import N_COMMON, N_DISTINCT, SequenceClasses
 from featlearn.scan_snap.experiments import LAYOUTS
 
@@ -23,8 +28,9 @@ def _claim(cid, fig, statement, metric, measured, op, threshold, scale, **kw) ->
 
 
 # ----------------------------------------------------------------------------------------------- generator
-def generator_claims(table: str, scale: str) -> list[Claim]:
-    df = pd.read_csv(table)
+def claims_generator(inputs: dict, cfg: dict) -> list[Claim]:
+    scale = cfg["scale"]
+    df = pd.read_csv(inputs["freq"])
     z = ((df["freq"] - df["p"]) / df["se"].where(df["se"] > 0)).abs()
     zero_p = df["p"] == 0
     return [
@@ -42,11 +48,15 @@ def _heatmap_rows(comp: pd.DataFrame, run: str, steps: list[int]) -> np.ndarray:
     return mat.to_numpy()
 
 
-def fig4(steps_csv: str, comp_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
-    steps_df, comp = pd.read_csv(steps_csv), pd.read_csv(comp_csv)
+def _fig4_tables(inputs: dict):
+    steps_df, comp = pd.read_csv(inputs["steps"]), pd.read_csv(inputs["composition"])
     last = int(steps_df["step"].max())
-    half = int(steps_df.loc[steps_df["step"] <= last / 2, "step"].max())
-    ratios = sorted(steps_df["ratio"].unique())
+    return steps_df, comp, last, sorted(steps_df["ratio"].unique())
+
+
+def draw_4(inputs: dict, cfg: dict):
+    scale = cfg["scale"]
+    steps_df, comp, last, ratios = _fig4_tables(inputs)
     rows = [s for s in (0, 2, 4, 6, 8, 10) if s in set(comp["step"])] + [last]
 
     set_style()
@@ -63,9 +73,14 @@ def fig4(steps_csv: str, comp_csv: str, figures: list[str], scale: str, dpi: int
             ax.set_xlabel("token id (0-9 common, 10-19 distinct)" if i == len(LAYOUTS) - 1 else "")
             ax.set_ylabel("iteration" if j == 0 else "")
     fig.suptitle(f"Fig. 4: attention composition $c_{{l|n}}$ of class 1, Syn-Small, SGD (scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
+    return fig
 
-    # ---- claims (separate-query layout, the paper's main setting)
+
+def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
+    """Claims on the separate-query layout, the paper's main setting."""
+    scale = cfg["scale"]
+    steps_df, comp, last, ratios = _fig4_tables(inputs)
+    half = int(steps_df.loc[steps_df["step"] <= last / 2, "step"].max())
     sep = steps_df[steps_df["layout"] == "separate"]
     mean = sep.groupby(["ratio", "step"])[["loss", "distinct_entropy", "common_mass"]].mean()
     spec = SequenceClasses(*LAYOUTS["separate"])
@@ -150,13 +165,12 @@ def fig4(steps_csv: str, comp_csv: str, figures: list[str], scale: str, dpi: int
 
 
 # ----------------------------------------------------------------------------------------------- Fig. 5
-def fig5(steps_csv: str, comp_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
-    comp = pd.read_csv(comp_csv)
+def draw_5(inputs: dict, cfg: dict):
+    comp = pd.read_csv(inputs["composition"])
     lrs = sorted(comp["lr"].unique())
     spec = SequenceClasses(*LAYOUTS["separate"])
     set_style()
     fig, axes = plt.subplots(1, len(lrs), figsize=(3.6 * len(lrs), 2.6), squeeze=False, layout="constrained")
-    tops = []
     for ax, lr in zip(axes[0], lrs):
         sub = comp[(comp["lr"] == lr) & (comp["seed"] == 1)]
         mat = sub.pivot_table(index="class", columns="token", values="c").to_numpy()[:, : N_COMMON + N_DISTINCT * spec.K]
@@ -164,18 +178,28 @@ def fig5(steps_csv: str, comp_csv: str, figures: list[str], scale: str, dpi: int
         ax.set_title(f"Adam, lr = {lr:g}")
         ax.set_xlabel("token id")
         ax.set_ylabel("class")
+    fig.suptitle(f"Fig. 5: final attention composition with Adam (seed 1, scale: {cfg['scale']})")
+    return fig
+
+
+def claims_5(inputs: dict, cfg: dict) -> list[Claim]:
+    scale = cfg["scale"]
+    comp = pd.read_csv(inputs["composition"])
+    spec = SequenceClasses(*LAYOUTS["separate"])
+    tops = []
+    for lr in sorted(comp["lr"].unique()):
+        sub = comp[(comp["lr"] == lr) & (comp["seed"] == 1)]
         ids = spec.distinct_ids(0).numpy()
         c0 = sub[sub["class"] == 0].set_index("token").loc[ids, "c"].to_numpy()
         tops.append(frozenset(ids[np.argsort(c0)[-3:]].tolist()))
-    fig.suptitle(f"Fig. 5: final attention composition with Adam (seed 1, scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
     return [_claim("adam_subsets", "Fig. 5", "with Adam, different learning rates attend to different top-3 distinct tokens",
                    "number of distinct top-3 sets (class 1, seed 1) across learning rates", len(set(tops)), ">=", 2.0, scale)]
 
 
 # ----------------------------------------------------------------------------------------------- Fig. 6
-def fig6(final_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
-    df = pd.read_csv(final_csv)
+def draw_6(inputs: dict, cfg: dict):
+    scale = cfg["scale"]
+    df = pd.read_csv(inputs["final"])
     set_style()
     panels = sorted(df["num_last"].unique())
     fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), sharey=True, squeeze=False, layout="constrained")
@@ -188,8 +212,13 @@ def fig6(final_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim
         ax.set_ylabel("distinct-token entropy (nats)")
         ax.legend(title="$\\eta_Z$", fontsize=8)
     fig.suptitle(f"Fig. 6: Syn-Medium, final attention entropy (mean ± sd over seeds, scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
+    return fig
 
+
+def claims_6(inputs: dict, cfg: dict) -> list[Claim]:
+    scale = cfg["scale"]
+    df = pd.read_csv(inputs["final"])
+    panels = sorted(df["num_last"].unique())
     m = df.groupby(["num_last", "ratio", "eta_z"])["distinct_entropy"].mean()
     ez, ratios = sorted(df["eta_z"].unique()), sorted(df["ratio"].unique())
     cells = [(nl, r) for nl in panels for r in ratios]
@@ -211,7 +240,7 @@ def fig6(final_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim
 
 
 # ----------------------------------------------------------------------------------------------- Figs. 11-12
-def fig_recall(recall_csv: str, figures: list[str], scale: str, dpi: int, by: str) -> list[Claim]:
+def _draw_recall(recall_csv: str, scale: str, by: str):
     """Fig. 11 (by='ratio', lines = eta_Y/eta_Z at the largest eta_Z) or Fig. 12 (by='eta_z', lines = eta_Z at ratio 1)."""
     df = pd.read_csv(recall_csv)
     fixed_col, fixed = ("eta_z", df["eta_z"].max()) if by == "ratio" else ("ratio", df["ratio"].min())
@@ -227,14 +256,26 @@ def fig_recall(recall_csv: str, figures: list[str], scale: str, dpi: int, by: st
     label = "$\\eta_Y/\\eta_Z$" if by == "ratio" else "$\\eta_Z$"
     num = 11 if by == "ratio" else 12
     fig.suptitle(f"Fig. {num}: recall vs threshold, lines = {label}, {fixed_col} = {fixed:g} (scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
-    return []
+    return fig
+
+
+def draw_11(inputs: dict, cfg: dict):
+    return _draw_recall(inputs["recall"], cfg["scale"], by="ratio")
+
+
+def draw_12(inputs: dict, cfg: dict):
+    return _draw_recall(inputs["recall"], cfg["scale"], by="eta_z")
 
 
 # ----------------------------------------------------------------------------------------------- theory
-def fig3(snap_csv: str, figures: list[str], scale: str, dpi: int, M: int, K: int) -> list[Claim]:
-    df = pd.read_csv(snap_csv)
-    df = df[df["t"] > 0]
+def _fig3_table(inputs: dict) -> pd.DataFrame:
+    df = pd.read_csv(inputs["snapping"])
+    return df[df["t"] > 0]
+
+
+def draw_3(inputs: dict, cfg: dict):
+    scale, M, K = cfg["scale"], cfg["M"], cfg["K"]
+    df = _fig3_table(inputs)
     set_style()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
     sns.lineplot(data=df, x="t", y="B", hue="eta_y", ax=axes[0], palette="viridis")
@@ -250,8 +291,12 @@ def fig3(snap_csv: str, figures: list[str], scale: str, dpi: int, M: int, K: int
     for ax in axes:
         ax.legend(title="$\\eta_Y$", fontsize=8)
     fig.suptitle(f"Fig. 3: theory, M = {M}, K = {K}, $\\eta_Z$ = {df['eta_z'].iloc[0]:g} (scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
+    return fig
 
+
+def claims_3(inputs: dict, cfg: dict) -> list[Claim]:
+    scale, M, K = cfg["scale"], cfg["M"], cfg["K"]
+    df = _fig3_table(inputs)
     etas = sorted(df["eta_y"].unique())
     t_peak, late_B, slopes, interior = [], [], [], []
     t_max = df["t"].max()
@@ -278,8 +323,9 @@ def fig3(snap_csv: str, figures: list[str], scale: str, dpi: int, M: int, K: int
     ]
 
 
-def fig8(decoder_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
-    df = pd.read_csv(decoder_csv)
+def draw_8(inputs: dict, cfg: dict):
+    scale = cfg["scale"]
+    df = pd.read_csv(inputs["decoder"])
     set_style()
     fig, ax = plt.subplots(figsize=(5.5, 3.6), layout="constrained")
     palette = sns.color_palette("viridis", df["eta_y"].nunique())
@@ -291,13 +337,19 @@ def fig8(decoder_csv: str, figures: list[str], scale: str, dpi: int) -> list[Cla
     ax.set_ylabel("h")
     ax.legend(fontsize=7)
     ax.set_title(f"Fig. 8: discrete $h_t$ (colour) vs continuous $h^*(t)$ (dashed), M = {df['M'].iloc[0]} (scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
+    return fig
+
+
+def claims_8(inputs: dict, cfg: dict) -> list[Claim]:
+    scale = cfg["scale"]
+    df = pd.read_csv(inputs["decoder"])
     dev = (df.assign(d=(df["h_discrete"] - df["h_continuous"]).abs() / df["eta_y"]).groupby("eta_y")["d"].max()).max()
     return [_claim("th_h", "Fig. 8", "discrete h_t stays within eta_Y of the continuous h*(t)", "max |h_t - h*(t)| / eta_Y", float(dev), "<=", 1.0, scale)]
 
 
-def fig9(t0_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
-    df = pd.read_csv(t0_csv)
+def draw_9(inputs: dict, cfg: dict):
+    scale = cfg["scale"]
+    df = pd.read_csv(inputs["t0"])
     set_style()
     fig, ax = plt.subplots(figsize=(5, 3.4), layout="constrained")
     sns.scatterplot(data=df, x="ratio_z_over_y", y="B_t0", hue="eta_z", ax=ax, palette="viridis", s=60)
@@ -305,49 +357,70 @@ def fig9(t0_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
     ax.set_xlabel("$\\eta_Z / \\eta_Y$")
     ax.set_ylabel("$B_n(t_0)$")
     ax.set_title(f"Fig. 9: $B_n$ at the transition depends only on $\\eta_Z/\\eta_Y$ (scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
+    return fig
+
+
+def claims_9(inputs: dict, cfg: dict) -> list[Claim]:
+    scale = cfg["scale"]
+    df = pd.read_csv(inputs["t0"])
     spread = df.groupby(df["ratio_z_over_y"].round(12))["B_t0"].agg(lambda b: (b.max() - b.min()) / max(abs(b.mean()), 1e-12)).max()
     return [_claim("th_t0_ratio", "Fig. 9", "B_n(t0) is equal for equal eta_Z / eta_Y", "max relative spread within a ratio", float(spread), "<=", 1e-3, scale)]
 
 
 # ----------------------------------------------------------------------------------------------- WikiText
-def fig7(maps_csvs: list[str], figures: list[str], scale: str, dpi: int, variants: list[str], map_steps: list[int]) -> list[Claim]:
+def _fig7_maps(inputs: dict, cfg: dict) -> dict[str, dict[int, np.ndarray]]:
+    """Per variant and checkpoint, the layer-0 attention matrix of the fixed validation sequence."""
+    out = {}
+    for v, path in zip(cfg["variants"], inputs["maps"]):
+        df = pd.read_csv(path)
+        df = df[df["layer"] == 0]
+        out[v] = {step: df[df["step"] == step].pivot_table(index="i", columns="j", values="a").to_numpy() for step in cfg["map_steps"]}
+    return out
+
+
+def draw_7(inputs: dict, cfg: dict):
     """Layer-0 attention of one fixed validation sequence at several iterations, per model variant."""
-    maps = {v: pd.read_csv(p) for v, p in zip(variants, maps_csvs)}
+    variants, map_steps = cfg["variants"], cfg["map_steps"]
+    maps = _fig7_maps(inputs, cfg)
     set_style()
     fig, axes = plt.subplots(len(variants), len(map_steps), figsize=(2.6 * len(map_steps), 2.6 * len(variants)), squeeze=False, layout="constrained")
-    claims = []
     for r, v in enumerate(variants):
-        df = maps[v][maps[v]["layer"] == 0]
-        mats = {}
         for c, step in enumerate(map_steps):
-            sub = df[df["step"] == step]
-            mats[step] = sub.pivot_table(index="i", columns="j", values="a").to_numpy()
             ax = axes[r, c]
-            ax.imshow(mats[step], cmap="viridis", vmin=0, vmax=1)
+            ax.imshow(maps[v][step], cmap="viridis", vmin=0, vmax=1)
             ax.set_title(f"{v}, iteration {step}", fontsize=9)
             ax.set_xticks([])
             ax.set_yticks([])
+    fig.suptitle(f"Fig. 7: WikiText layer-0 attention (35 x 35, query rows) of a fixed validation sequence (scale: {cfg['scale']})")
+    return fig
+
+
+def claims_7(inputs: dict, cfg: dict) -> list[Claim]:
+    map_steps = cfg["map_steps"]
+    claims = []
+    for v, mats in _fig7_maps(inputs, cfg).items():
         early = np.abs(mats[map_steps[1]] - mats[map_steps[0]]).mean()
         late = np.abs(mats[map_steps[-1]] - mats[map_steps[-2]]).mean()
         claims.append(_claim(f"wiki_freeze_{v}", "Fig. 7", f"{v}: layer-0 attention freezes: the change between the last two checkpoints "
                              f"({map_steps[-2]}, {map_steps[-1]}) is below a quarter of the change between {map_steps[0]} and {map_steps[1]}",
-                             "mean |A(last) - A(previous)| / mean |A(1) - A(0)|", float(late / early), "<", 0.25, scale))
-    fig.suptitle(f"Fig. 7: WikiText layer-0 attention (35 x 35, query rows) of a fixed validation sequence (scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
+                             "mean |A(last) - A(previous)| / mean |A(1) - A(0)|", float(late / early), "<", 0.25, cfg["scale"]))
     return claims
 
 
-def fig10(log_csvs: list[str], figures: list[str], scale: str, dpi: int, lrs: list[float]) -> list[Claim]:
-    """Mean validation attention entropy at the end of training against the unified learning rate."""
+def _fig10_table(inputs: dict, cfg: dict) -> pd.DataFrame:
+    """Mean validation attention entropy at the end of training, per unified learning rate."""
     rows = []
-    for lr, path in zip(lrs, log_csvs):
+    for lr, path in zip(cfg["lrs"], inputs["logs"]):
         log = pd.read_csv(path)
         ent = log[log["metric"] == "attention_entropy"]
         last = ent["step"].max()
         rows.append({"lr": lr, "entropy": ent.loc[ent["step"] == last, "value"].mean(), "step": last,
                      "val_loss": log[(log["metric"] == "val_loss") & (log["step"] == last)]["value"].iloc[0]})
-    df = pd.DataFrame(rows)
+    return pd.DataFrame(rows)
+
+
+def draw_10(inputs: dict, cfg: dict):
+    df = _fig10_table(inputs, cfg)
     set_style()
     fig, ax = plt.subplots(figsize=(4.6, 3.4), layout="constrained")
     ax.plot(df["lr"], df["entropy"], marker="o")
@@ -355,8 +428,12 @@ def fig10(log_csvs: list[str], figures: list[str], scale: str, dpi: int, lrs: li
         ax.annotate(f"val {r['val_loss']:.2f}", (r["lr"], r["entropy"]), fontsize=7, textcoords="offset points", xytext=(3, 3))
     ax.set_xlabel("learning rate (SGD, same for all weights)")
     ax.set_ylabel("mean validation attention entropy (nats)")
-    ax.set_title(f"Fig. 10: 1-layer LM on WikiText, iteration {int(df['step'].max())} (scale: {scale})", fontsize=9)
-    save_figure(fig, *figures, dpi=dpi)
+    ax.set_title(f"Fig. 10: 1-layer LM on WikiText, iteration {int(df['step'].max())} (scale: {cfg['scale']})", fontsize=9)
+    return fig
+
+
+def claims_10(inputs: dict, cfg: dict) -> list[Claim]:
+    df = _fig10_table(inputs, cfg)
     rho = spearmanr(df["lr"], df["entropy"]).statistic if len(df) > 2 else float("nan")
     return [_claim("wiki_entropy_lr", "Fig. 10", "validation attention entropy falls as the unified learning rate rises",
-                   "Spearman(lr, entropy)", float(rho), "<=", -0.8, scale)]
+                   "Spearman(lr, entropy)", float(rho), "<=", -0.8, cfg["scale"])]

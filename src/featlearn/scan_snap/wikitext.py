@@ -11,7 +11,8 @@ from __future__ import annotations
 from featlearn.lm.train import train_from_files, write_table
 
 
-def run_variant(settings: dict, train_pt: str, valid_pt: str, vocab_json: str, out_log: str, out_maps: str, work_dir: str, device: str) -> None:
-    out = train_from_files(settings, train_pt, valid_pt, vocab_json, work_dir, device, tag=f" {settings.get('n_layer')}L lr{settings.get('lr')}")
-    write_table(out["log"], out_log)
-    write_table(out["maps"], out_maps)
+def run_variant(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
+    out = train_from_files(settings, inputs["train"], inputs["valid"], inputs["vocab"], ctx.work_dir, ctx.device,
+                           tag=f" {settings.get('n_layer')}L lr{settings.get('lr')}")
+    write_table(out["log"], outputs["log"])
+    write_table(out["maps"], outputs["maps"])

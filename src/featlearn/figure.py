@@ -1,0 +1,68 @@
+"""``python -m featlearn figure``: draw one registry :class:`~featlearn.registry.Figure` and write its claims.
+
+A draw function returns a matplotlib figure (saved in every requested format) or a :class:`Table` (written
+as CSV and Markdown); a claims function returns the list of :class:`~featlearn.claims.Claim` it checked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table figure: the tidy frame (CSV) and its rendering for the report (Markdown)."""
+
+    frame: pd.DataFrame
+    markdown: str
+
+
+def write_outputs(drawn, paths: list[str], dpi: int) -> None:
+    """Save what a draw function returned to ``paths`` (the format follows each extension)."""
+    from featlearn.io import atomic_open
+
+    if isinstance(drawn, Table):
+        for path in paths:
+            ext = os.path.splitext(path)[1]
+            with atomic_open(path, newline="") as fh:
+                if ext == ".csv":
+                    drawn.frame.to_csv(fh, index=False)
+                elif ext == ".md":
+                    fh.write(drawn.markdown)
+                else:
+                    raise ValueError(f"{path}: a table is written as .csv or .md")
+        return
+    from featlearn.plotting import save_figure
+
+    save_figure(drawn, *paths, dpi=dpi)
+
+
+def _main(args) -> None:
+    from featlearn.claims import write_claims
+    from featlearn.registry import load
+
+    inputs = json.loads(args.inputs)
+    cfg = {**json.loads(args.settings), "scale": args.scale}
+    if args.draw:
+        write_outputs(load(args.draw)(inputs, cfg), args.figures, args.dpi)
+    if args.claims_fn:
+        claims = load(args.claims_fn)(inputs, cfg)
+        write_claims(args.claims, claims)
+        print(f"{args.claims}: {sum(c.passed for c in claims)}/{len(claims)} claims pass")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("figure", help="draw one figure or table of a paper's registry and check its claims")
+    p.add_argument("--draw", default="", help="module:function drawing the figure (none for a check)")
+    p.add_argument("--claims-fn", default="", help="module:function returning the figure's claims")
+    p.add_argument("--inputs", required=True, help="JSON object: table name -> path or list of paths")
+    p.add_argument("--settings", default="{}", help="JSON object: the figure's settings")
+    p.add_argument("--figures", nargs="*", default=[], help="output files; the format follows the extension")
+    p.add_argument("--claims", default="", help="claims table to write")
+    p.add_argument("--scale", required=True, help="label of the configuration scale")
+    p.add_argument("--dpi", type=int, required=True)
+    p.set_defaults(func=_main)

@@ -1,0 +1,177 @@
+"""Registry records: what a paper computes, draws and checks, declared once and read by Snakemake and Python.
+
+Each paper has one registry module, ``featlearn/<paper>/registry.py``, with a function
+``registry(cfg, paths, dataset_on) -> PaperRegistry``. Snakemake turns every :class:`Job` into a compute rule
+and every :class:`Figure` into a figure (or table, or claims-only) rule through the two base rules written
+once in ``workflow/rules/common.smk``; ``python -m featlearn compute`` and ``python -m featlearn figure`` run
+the functions the records name. This module is stdlib only, so that the DAG builds without importing torch.
+
+Paths in records are relative to the repository root (built with :class:`Paths`); inputs and outputs are
+always named, never positional.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+# A named input or output: one path, a list of paths, or (inputs only) a function of the wildcards.
+PathSpec = Any
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where things go: ``results/<paper>/...`` for tables, ``results/figures/<paper>/...`` for figures."""
+
+    results: str = "results"
+
+    def paper(self, paper: str, *parts: str) -> str:
+        return "/".join((self.results, paper, *parts))
+
+    def prepared(self, name: str, filename: str) -> str:
+        return f"{self.results}/data/prepared/{name}/{filename}"
+
+    def figure(self, paper: str, stem: str, ext: str) -> str:
+        return f"{self.results}/figures/{paper}/{stem}.{ext}"
+
+    def log(self, paper: str, stem: str) -> str:
+        return f"{self.results}/logs/{paper}/{stem}.log"
+
+    def benchmark(self, paper: str, stem: str) -> str:
+        return f"{self.results}/benchmarks/{paper}/{stem}.tsv"
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What a compute job asks of the scheduler. ``gpu``: the job can use an accelerator (it then runs on
+    the configured ``device`` and asks for a GPU unless that device is ``cpu``); otherwise it runs on the
+    CPU whatever the configured device."""
+
+    mem_mb: int = 2000
+    runtime: int = 10  # minutes
+    gpu: bool = False
+
+
+@dataclass(frozen=True)
+class Job:
+    """One compute rule: ``python -m featlearn compute --run <run>`` with named inputs and outputs.
+
+    ``run`` names ``module:function``; the function is called as ``function(settings, inputs, outputs, ctx)``
+    with the settings parsed from JSON, the named paths, and a :class:`featlearn.compute.Context` (device,
+    threads, work folder). ``settings`` is a JSON-able dict, or a function of the wildcards returning one.
+    ``stem`` names the log and benchmark files (``results/logs/<paper>/<stem>.log``).
+    """
+
+    name: str
+    paper: str
+    run: str
+    outputs: Mapping[str, str]
+    settings: Any
+    stem: str
+    code: tuple[str, ...]
+    inputs: Mapping[str, PathSpec] | Callable[[Any], Mapping[str, PathSpec]] = field(default_factory=dict)
+    threads: int = 1
+    resources: Resources = Resources()
+    wildcards: Mapping[str, str] = field(default_factory=dict)
+    work_dir: str | Callable[[Any], str] | None = None
+
+    def settings_json(self, wildcards=None) -> str:
+        value = self.settings(wildcards) if callable(self.settings) else self.settings
+        return json.dumps(value, sort_keys=True)
+
+
+FIGURE, TABLE, CHECK = "figure", "table", "check"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure, table or claims-only check of a paper, and the claims it checks.
+
+    ``draw`` names ``module:function`` with ``function(inputs, cfg)`` returning a matplotlib figure (kind
+    ``figure``) or a :class:`featlearn.figure.Table` (kind ``table``); ``claims`` names
+    ``function(inputs, cfg) -> list[Claim]``. ``cfg`` is ``settings`` plus ``scale``. A ``check`` has claims
+    and no drawing. The rule is ``fig_<paper>_<id>``, ``table_<paper>_<id>`` or ``check_<paper>_<id>``.
+    """
+
+    paper: str
+    id: str
+    inputs: Mapping[str, PathSpec]
+    code: tuple[str, ...]
+    draw: str | None = None
+    claims: str | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    kind: str = FIGURE
+
+    def __post_init__(self):
+        if self.kind not in (FIGURE, TABLE, CHECK):
+            raise ValueError(f"{self.paper} {self.id}: unknown kind {self.kind!r}")
+        if (self.draw is None) != (self.kind == CHECK):
+            raise ValueError(f"{self.paper} {self.id}: a {self.kind} {'has no' if self.kind == CHECK else 'needs a'} draw function")
+        if self.kind == CHECK and self.claims is None:
+            raise ValueError(f"{self.paper} {self.id}: a check without claims checks nothing")
+
+    @property
+    def stem(self) -> str:
+        """``fig3``, ``table5`` or the check's id: the name of its files."""
+        return {FIGURE: f"fig{self.id}", TABLE: f"table{self.id}", CHECK: self.id}[self.kind]
+
+    @property
+    def log_stem(self) -> str:
+        """Name of its log file: ``fig3``, ``table5``, ``check_<id>``."""
+        return f"check_{self.id}" if self.kind == CHECK else self.stem
+
+    @property
+    def rule(self) -> str:
+        return {FIGURE: "fig", TABLE: "table", CHECK: "check"}[self.kind] + f"_{self.paper}_{self.id}"
+
+    @property
+    def caption(self) -> str:
+        """Caption file under workflow/report/."""
+        return f"{self.paper}_{self.stem}.rst"
+
+    def claims_file(self, paths: Paths) -> str | None:
+        return paths.paper(self.paper, "claims", f"{self.stem if self.kind == TABLE else self.id}.csv") if self.claims else None
+
+    def settings_json(self) -> str:
+        return json.dumps(dict(self.settings), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class PaperRegistry:
+    """Everything one paper schedules in this run, and what it leaves out (``skipped``: what -> why)."""
+
+    paper: str
+    jobs: tuple[Job, ...] = ()
+    figures: tuple[Figure, ...] = ()
+    skipped: Mapping[str, str] = field(default_factory=dict)
+    # Claims tables written by compute jobs themselves (e.g. a job that checks and tabulates at once).
+    job_claims: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        names = [j.name for j in self.jobs] + [f.rule for f in self.figures]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"{self.paper}: rule names declared twice: {sorted(dup)}")
+        for rec in (*self.jobs, *self.figures):
+            if rec.paper != self.paper:
+                raise ValueError(f"{rec} belongs to {rec.paper}, not {self.paper}")
+
+    def figure(self, fig_id: str) -> Figure:
+        for f in self.figures:
+            if f.id == fig_id:
+                return f
+        raise KeyError(f"{self.paper} has no figure {fig_id!r}; it has {[f.id for f in self.figures]}")
+
+    def claim_tables(self, paths: Paths) -> list[str]:
+        return [f.claims_file(paths) for f in self.figures if f.claims] + list(self.job_claims)
+
+
+def load(dotted: str) -> Callable:
+    """The function named by ``module:function`` (imported only when a job runs)."""
+    import importlib
+
+    module, _, name = dotted.partition(":")
+    if not name:
+        raise ValueError(f"{dotted!r} is not of the form module:function")
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,121 @@
+"""What Scan and Snap computes, draws and checks: its compute jobs and figures (read by Snakemake and Python).
+
+Figures 3, 8, 9 are the theory (Sec. 5); 4, 5, 6, 11, 12 the synthetic experiments (Sec. 6); 7 and 10 the
+WikiText language models. Settings come from ``config["scan_snap"]`` only; a figure's settings are the part
+of the config it reads, so that changing another part does not redraw it.
+"""
+
+from __future__ import annotations
+
+from featlearn.registry import CHECK, Figure, Job, PaperRegistry, Paths, Resources
+
+PAPER = "scan_snap"
+SYNTHETIC_CODE = tuple(
+    f"scan_snap/{m}.py" for m in ("data", "model", "train", "metrics", "theory", "experiments")
+)
+LM_CODE = ("lm", "scan_snap/wikitext.py")
+PLOT_CODE = ("scan_snap/figures.py", "plotting.py", "claims.py")
+EXPERIMENTS = "featlearn.scan_snap.experiments"
+FIGURES = "featlearn.scan_snap.figures"
+
+
+def lm_variants(cfg: dict) -> dict[str, dict]:
+    """Settings of every WikiText LM run: Fig. 7's model variants and Fig. 10's learning rates."""
+    wiki = cfg["wikitext"]
+    common = {"seed": wiki["seed"], "val_windows": wiki["val_windows"]}
+    f7, f10 = wiki["fig7"], wiki["fig10"]
+    budget7 = {k: f7[k] for k in ("iterations", "log_every", "checkpoint_every")}
+    budget10 = {k: f10[k] for k in ("iterations", "log_every", "checkpoint_every")}
+    return {
+        **{f"fig7_{name}": {**common, **v, **budget7} for name, v in f7["variants"].items()},
+        **{
+            f"fig10_lr{lr:g}": {**common, "n_layer": 1, "dropout": f10["dropout"], "lr": lr, **budget10}
+            for lr in f10["lrs"]
+        },
+    }
+
+
+def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
+    cfg = config[PAPER]
+    out = lambda *parts: paths.paper(PAPER, *parts)  # noqa: E731
+
+    def synthetic(name, experiment, outputs, stem, *, gpu=False, mem_mb=2000, runtime=20, threads=None):
+        return Job(
+            name=f"scan_snap_{name}",
+            paper=PAPER,
+            run=f"{EXPERIMENTS}:{experiment}",
+            outputs={k: out(v) for k, v in outputs.items()},
+            settings=cfg[stem],
+            stem=stem,
+            code=SYNTHETIC_CODE,
+            threads=cfg["threads"] if threads is None else threads,
+            resources=Resources(mem_mb=mem_mb, runtime=runtime, gpu=gpu),
+        )
+
+    syn_small = synthetic("syn_small", "syn_small", {"steps": "syn_small_steps.csv", "composition": "syn_small_composition.csv"}, "syn_small")
+    adam = synthetic("adam", "adam", {"steps": "adam_steps.csv", "composition": "adam_composition.csv"}, "adam")
+    # The 640-run sweep: one process, one vectorised training per query count.
+    syn_medium = synthetic("syn_medium", "syn_medium", {"final": "syn_medium_final.csv", "recall": "syn_medium_recall.csv"},
+                           "syn_medium", gpu=True, mem_mb=4000, runtime=60)
+    generator = synthetic("generator", "generator_check", {"freq": "generator_freq.csv"}, "generator", runtime=10, threads=1)
+    theory = synthetic("theory", "theory_tables", {"snapping": "theory_snapping.csv", "decoder": "theory_decoder.csv", "t0": "theory_t0.csv"},
+                       "theory", runtime=10, threads=1)
+    jobs = [generator, syn_small, adam, syn_medium, theory]
+
+    def figure(fig_id, inputs, *, claims=True, settings=None, kind=None):
+        extra = {"kind": kind} if kind else {}
+        return Figure(
+            paper=PAPER,
+            id=fig_id,
+            inputs=inputs,
+            code=PLOT_CODE,
+            draw=None if kind == CHECK else f"{FIGURES}:draw_{fig_id}",
+            claims=f"{FIGURES}:claims_{fig_id}" if claims else None,
+            settings=settings or {},
+            **extra,
+        )
+
+    th = theory.outputs
+    figures = [
+        figure("generator", dict(generator.outputs), kind=CHECK),
+        figure("3", {"snapping": th["snapping"]}, settings={"M": cfg["theory"]["M"], "K": cfg["theory"]["K"]}),
+        figure("4", dict(syn_small.outputs)),
+        figure("5", dict(adam.outputs)),
+        figure("6", {"final": syn_medium.outputs["final"]}),
+        figure("8", {"decoder": th["decoder"]}),
+        figure("9", {"t0": th["t0"]}),
+        figure("11", {"recall": syn_medium.outputs["recall"]}, claims=False),
+        figure("12", {"recall": syn_medium.outputs["recall"]}, claims=False),
+    ]
+
+    # WikiText language models (Figs. 7, 10): one training job per variant.
+    wiki = cfg["wikitext"]
+    skipped = {}
+    if dataset_on(wiki["dataset"]):
+        variants = lm_variants(cfg)
+        lm_out = lambda kind: out("lm", f"{{variant}}_{kind}.csv")  # noqa: E731
+        jobs.append(
+            Job(
+                name="scan_snap_wikitext",
+                paper=PAPER,
+                run="featlearn.scan_snap.wikitext:run_variant",
+                inputs={k: paths.prepared(wiki["dataset"], f) for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))},
+                outputs={"log": lm_out("log"), "maps": lm_out("maps")},
+                settings=lambda wc: variants[wc.variant],
+                stem="wikitext_{variant}",
+                code=LM_CODE,
+                threads=cfg["threads"],
+                resources=Resources(mem_mb=6000, runtime=120, gpu=True),
+                wildcards={"variant": "|".join(variants)},
+                work_dir=lambda wc: out("lm", f"{wc.variant}.resume"),
+            )
+        )
+        f7, f10 = wiki["fig7"], wiki["fig10"]
+        figures += [
+            figure("7", {"maps": [out("lm", f"fig7_{v}_maps.csv") for v in f7["variants"]]},
+                   settings={"variants": list(f7["variants"]), "map_steps": f7["map_steps"]}),
+            figure("10", {"logs": [out("lm", f"fig10_lr{lr:g}_log.csv") for lr in f10["lrs"]]}, settings={"lrs": f10["lrs"]}),
+        ]
+    else:
+        skipped["scan_snap Figs. 7, 10"] = f"dataset {wiki['dataset']} is switched off"
+    return PaperRegistry(PAPER, jobs=tuple(jobs), figures=tuple(figures), skipped=skipped)
