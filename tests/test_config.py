@@ -1,4 +1,5 @@
-"""Configuration: schema defaults, and bad keys or values rejected before any job runs, naming the key."""
+"""Configuration: values only in config.yaml, every key required, overlays merged as Snakemake merges them, and
+bad keys or values rejected before any job runs, naming the key."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
+from snakemake.utils import update_config, validate
 
 from wfutil import REPO, copy_workflow, snakemake
 
@@ -19,28 +20,113 @@ def load(name: str) -> dict:
     return yaml.safe_load((REPO / "config" / name).read_text())
 
 
-def test_default_config_is_valid_and_complete():
+def merged(overlay: str) -> dict:
+    """config.yaml with an overlay merged as Snakemake merges ``--configfile`` (recursively)."""
     config = load("config.yaml")
+    update_config(config, load(overlay))
+    return config
+
+
+def _keys(node, path=()):
+    """Every key path of a nested config."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield (*path, key)
+            yield from _keys(value, (*path, key))
+
+
+def _schema_keys(node):
+    if isinstance(node, dict):
+        yield from node
+        for value in node.values():
+            yield from _schema_keys(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _schema_keys(value)
+
+
+def test_schema_holds_no_values():
+    """Values live in config.yaml only; the schema keeps types, ranges, enums and descriptions."""
+    schema = yaml.safe_load(Path(SCHEMA).read_text())
+    assert "default" not in set(_schema_keys(schema))
+
+
+def test_default_config_is_valid():
+    config = load("config.yaml")
+    before = copy.deepcopy(config)
     validate(config, SCHEMA)
-    filled = {}
-    validate(filled, SCHEMA)  # every key has a default
-    assert filled["scale"] == "default" and filled["device"] == "auto"
-    assert filled["data"]["datasets"]["sst"] == {"enabled": "auto"}
-    assert filled["data"]["datasets"]["wikitext103"] == {"enabled": False}
-    assert filled["report"]["figure_formats"] == ["png", "pdf"]
-    # the shipped default config sets exactly what the schema defaults to
-    assert filled == config
+    assert config == before  # nothing filled in: config.yaml is complete
+    assert config["scale"] == "default" and config["device"] == "auto"
+    assert config["data"]["datasets"]["wikitext103"] == {"enabled": False}
+
+
+def _required_paths():
+    """Key paths of config.yaml that the schema requires (the keys config.yaml feeds to the code)."""
+    schema = yaml.safe_load(Path(SCHEMA).read_text())
+    config = load("config.yaml")
+    out = []
+    for path in _keys(config):
+        node, sch = config, schema
+        for key in path[:-1]:
+            node = node[key]
+            sch = _subschema(schema, sch, key)
+        if sch is not None and path[-1] in _resolve(schema, sch).get("required", ()):
+            out.append(path)
+    return out
+
+
+def _resolve(schema, sch):
+    while isinstance(sch, dict) and "$ref" in sch:
+        sch = schema["$defs"][sch["$ref"].rsplit("/", 1)[1]]
+    return sch
+
+
+def _subschema(schema, sch, key):
+    sch = _resolve(schema, sch)
+    if sch is None:
+        return None
+    props = sch.get("properties", {})
+    if key in props:
+        return props[key]
+    extra = sch.get("additionalProperties")
+    return extra if isinstance(extra, dict) else None
+
+
+REQUIRED = _required_paths()
+
+
+def test_every_config_key_is_required():
+    """Keys with a value in config.yaml are required by the schema (a config without one fails)."""
+    assert len(REQUIRED) > 300
+    assert ("templates", "sweeps", "fig8", "lrs") in REQUIRED
+    assert ("scan_snap", "wikitext", "fig7", "iterations") in REQUIRED
+
+
+@pytest.mark.parametrize("path", REQUIRED[:: max(1, len(REQUIRED) // 40)], ids=lambda p: ".".join(map(str, p)))
+def test_missing_key_fails_naming_it(path):
+    config = load("config.yaml")
+    node = config
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    with pytest.raises(WorkflowError) as info:
+        validate(config, SCHEMA)
+    assert f"'{path[-1]}' is a required property" in str(info.value)
 
 
 @pytest.mark.parametrize("overlay", ["smoke.yaml", "paper.yaml"])
 def test_overlays_are_valid(overlay):
-    config = load("config.yaml")
-    for key, value in load(overlay).items():
-        if isinstance(value, dict):
-            config[key] = {**config.get(key, {}), **value}
-        else:
-            config[key] = value
-    validate(config, SCHEMA)
+    validate(merged(overlay), SCHEMA)
+
+
+def test_overlay_merge_is_recursive_as_snakemake_does_it():
+    """What the overlays really run: a key of config.yaml survives under a section an overlay redefines."""
+    config = merged("smoke.yaml")
+    smoke = load("smoke.yaml")
+    assert config["scale"] == "smoke"
+    # smoke.yaml sets only some scan_snap.syn_small keys; the others keep config.yaml's values
+    assert set(smoke["scan_snap"]["syn_small"]) < set(config["scan_snap"]["syn_small"])
+    assert config["scan_snap"]["syn_small"]["batch"] == load("config.yaml")["scan_snap"]["syn_small"]["batch"]
 
 
 @pytest.mark.parametrize(

@@ -40,8 +40,8 @@ def dataset_status(config: dict, raw_root: str | os.PathLike) -> dict[str, Datas
     the files cannot be had); ``false`` always skips.
     """
     data = config["data"]
-    mirror = resolve_mirror(data.get("mirror"))
-    offline = resolve_offline(data.get("offline", False))
+    mirror = resolve_mirror(data["mirror"])
+    offline = resolve_offline(data["offline"])
     out = {}
     for name, ds in DATASETS.items():
         setting = data["datasets"][name]["enabled"]
