@@ -13,10 +13,10 @@ import os
 from dataclasses import asdict, dataclass, fields
 from typing import Iterable
 
+from featlearn import PAPERS
 from featlearn.io import atomic_open
 
 COLUMNS = ("paper", "claim_id", "figure", "statement", "metric", "measured", "target", "passed", "scale")
-from featlearn import PAPERS
 _OPS = {
     "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b,
