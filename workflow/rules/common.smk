@@ -1,4 +1,5 @@
-# Helpers only: config lookups, output paths, dataset switches, code hashes. No rules here.
+# Helpers (config lookups, output paths, dataset switches, code hashes) and, at the bottom, the two base
+# rules every paper's registry is turned into: compute_rule(job) and figure_rule(fig).
 
 import json
 import os
@@ -167,7 +168,9 @@ def compute_rule(job):
             inputs=lambda wildcards, input: named_paths(input),
             outputs=lambda wildcards, output: named_paths(output),
             work_dir=lambda wildcards: (
-                job.work_dir(wildcards) if callable(job.work_dir) else job.work_dir or ""
+                job.work_dir(wildcards)
+                if callable(job.work_dir)
+                else job.work_dir or ""
             ),
             device=job_device(job),
             code=code_hash(*job.code),
@@ -199,7 +202,11 @@ def figure_outputs(fig):
 
 def drawn_files(output):
     """What the draw function writes: every output but the claims table."""
-    return [f for name, f in output.items() if name != "claims" for f in ([f] if isinstance(f, str) else f)]
+    files = []
+    for name, value in output.items():
+        if name != "claims":
+            files += [value] if isinstance(value, str) else list(value)
+    return files
 
 
 def figure_rule(fig):
