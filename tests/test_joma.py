@@ -84,14 +84,21 @@ def test_fig6_and_fig8_claims_on_planted_curves(tmp_path):
     pd.DataFrame(_log(1, 1e-4, [rebound], val)).to_csv(p1, index=False)
     pd.DataFrame(_log(2, 1e-4, [low, rebound], val)).to_csv(p2, index=False)
     pd.DataFrame(_log(2, 1e-6, [flat, flat], [10.0, 9.9, 9.8, 9.7, 9.6])).to_csv(p3, index=False)
-    claims = {c.claim_id: c for c in W.fig6([str(p1), str(p2)], [str(tmp_path / "f6.png")], [str(tmp_path / "r6.png")], "test", 50, 1e-4, 35)}
+    from featlearn.plotting import save_figure
+
+    inputs, cfg = {"logs": [str(p1), str(p2)]}, {"lr": 1e-4, "bptt": 35, "scale": "test"}
+    save_figure(W.draw_6(inputs, cfg), str(tmp_path / "f6.png"), dpi=50)
+    save_figure(W.draw_6_stable_rank(inputs, cfg), str(tmp_path / "r6.png"), dpi=50)
+    claims = {c.claim_id: c for c in W.claims_6(inputs, cfg)}
     assert claims["fig6_bound_wikitext2"].passed and claims["fig6_step0_wikitext2"].passed
     assert claims["fig6_1layer_drop_wikitext2"].measured == pytest.approx(1.0)
     assert claims["fig6_1layer_rebound_wikitext2"].measured == pytest.approx(0.5)
     assert claims["fig6_2layer_top_rebound_wikitext2"].passed
     assert claims["fig6_2layer_bottom_lower_wikitext2"].passed  # the bottom (low) stays under the top
     assert (tmp_path / "f6.png").exists() and (tmp_path / "r6.png").exists()
-    claims = {c.claim_id: c for c in W.fig8([str(p2), str(p3)], [str(tmp_path / "f8.png")], "test", 50, 2, 35)}
+    inputs, cfg = {"logs": [str(p2), str(p3)]}, {"n_layer": 2, "bptt": 35, "scale": "test"}
+    save_figure(W.draw_8(inputs, cfg), str(tmp_path / "f8.png"), dpi=50)
+    claims = {c.claim_id: c for c in W.claims_8(inputs, cfg)}
     assert claims["fig8_best_rebound_wikitext2"].passed  # lr 1e-4 has the best loss and rebounds
     assert claims["fig8_large_lr_sparse_wikitext2"].measured == pytest.approx(0.3)
     assert claims["fig8_small_no_rebound_wikitext2"].passed  # lr 1e-6 is monotone

@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 import torch
 
+from featlearn.compute import Context
 from featlearn.io import save_tensor
 from featlearn.joma import checkpoints as C
-from featlearn.joma.checkpoints_figures import fig7, quarters
+from featlearn.joma.checkpoints_figures import claims_7, draw_7, quarters
 from featlearn.lm.attention import uniform_causal_entropy
 from featlearn.lm.rank import gaussian_stable_rank, stable_rank
 from hubcache import save_in_hub_cache
@@ -85,7 +86,13 @@ def hub(tmp_path_factory):
 
 def _settings(hub, **kw):
     return {"cache_dir": hub["cache"], "offline": True, "window": 8, "windows": 6, "batch_size": 4, "max_words": 400,
-            "dtype": "float32", "device": "cpu", **kw}
+            "dtype": "float32", **kw}
+
+
+def _analyse(hub, model, revision, out):
+    """The compute job of one checkpoint, on the CPU."""
+    C.analyse_checkpoint(_settings(hub, model=model, revision=revision), {"valid": hub["valid"], "vocab": hub["vocab"]},
+                         {"table": str(out)}, Context(device="cpu"))
 
 
 def test_model_specs_and_revisions():
@@ -191,7 +198,7 @@ def test_available_reads_only_the_cache(hub):
 
 def test_analyse_checkpoint_writes_the_table(hub, tmp_path):
     out = tmp_path / "pythia_step1000.csv"
-    C.analyse_checkpoint(_settings(hub), "pythia-14m", "step1000", hub["valid"], hub["vocab"], str(out))
+    _analyse(hub, "pythia-14m", "step1000", out)
     df = pd.read_csv(out)
     assert tuple(df.columns) == C.COLUMNS
     assert len(df) == 8 and set(df["metric"]) == {"stable_rank", "attention_entropy"}
@@ -207,21 +214,21 @@ def test_analyse_checkpoint_writes_the_table(hub, tmp_path):
 
     # a revision with only pytorch_model.bin: stable rank from the loaded model
     out_bin = tmp_path / "pythia_step8.csv"
-    C.analyse_checkpoint(_settings(hub), PYTHIA, "step8", hub["valid"], hub["vocab"], str(out_bin))
+    _analyse(hub, PYTHIA, "step8", out_bin)
     sr = pd.read_csv(out_bin).query("metric == 'stable_rank'").sort_values("layer")
     assert (sr["source"] == "model").all()
     np.testing.assert_allclose(sr["value"], [stable_rank(w) for w in hub["weights"][PYTHIA, "step8"]], rtol=1e-6)
 
     # OPT: final revision only, step unknown
     out_opt = tmp_path / "opt.csv"
-    C.analyse_checkpoint(_settings(hub), "opt-125m", "main", hub["valid"], hub["vocab"], str(out_opt))
+    _analyse(hub, "opt-125m", "main", out_opt)
     d = pd.read_csv(out_opt)
     assert len(d) == 4 and d["step"].isna().all() and (d["model"] == OPT).all()
 
     # offline without the files: a clear error, and no table
     missing = tmp_path / "missing.csv"
     with pytest.raises(FileNotFoundError, match="step2000.*offline"):
-        C.analyse_checkpoint(_settings(hub), PYTHIA, "step2000", hub["valid"], hub["vocab"], str(missing))
+        _analyse(hub, PYTHIA, "step2000", missing)
     assert not missing.exists()
 
 
@@ -252,8 +259,12 @@ def test_fig7_claims_on_synthetic_tables(tmp_path):
     for name, df in (("good", good), ("bad", bad), ("opt", opt)):
         df.to_csv(tmp_path / f"{name}.csv", index=False)
         csvs.append(str(tmp_path / f"{name}.csv"))
+    from featlearn.plotting import save_figure
+
     figs = [str(tmp_path / "fig7.png")]
-    claims = {c.claim_id: c for c in fig7(csvs, figs, "test", 50)}
+    inputs, cfg = {"tables": csvs}, {"scale": "test"}
+    save_figure(draw_7(inputs, cfg), *figs, dpi=50)
+    claims = {c.claim_id: c for c in claims_7(inputs, cfg)}
     assert all(Path(f).stat().st_size > 0 for f in figs)
     # OPT has only its final revision: none of claim 8 applies
     assert not [k for k in claims if "opt" in k]

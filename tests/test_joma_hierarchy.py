@@ -9,9 +9,14 @@ import pandas as pd
 import pytest
 import torch
 
+from featlearn.compute import Context
+from featlearn.figure import write_outputs
 from featlearn.joma import hierarchy as Hy
 from featlearn.joma import table1 as T1
 from featlearn.joma import table1_figures as TF
+from featlearn.plotting import save_figure
+
+CPU = Context(device="cpu")
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny tensors: see conftest
@@ -139,11 +144,13 @@ def test_monte_carlo_agrees_with_theorem5_and_is_deterministic():
 
 def test_hblt_table_and_claim(tmp_path):
     cfg = {"rhos": [0.5, 0.9], "L": 4, "n_classes": 3, "p_on": 0.9, "p_off": 0.05, "n_samples": 20_000, "seed": 0}
-    T1.hblt_tables(cfg, str(tmp_path / "hblt.csv"))
+    T1.hblt_tables(cfg, {}, {"table": str(tmp_path / "hblt.csv")}, CPU)
     df = pd.read_csv(tmp_path / "hblt.csv")
     assert list(df.columns) == ["rho", "L", "H", "rho0", "empirical", "se", "theory", "n", "n_samples"]
     assert len(df) == 2 * 3 and (df["se"] > 0).all()
-    claims = TF.hblt(str(tmp_path / "hblt.csv"), [str(tmp_path / "hblt.png")], "test", 50)
+    inputs, fig_cfg = {"table": str(tmp_path / "hblt.csv")}, {"scale": "test"}
+    save_figure(TF.draw_hblt(inputs, fig_cfg), str(tmp_path / "hblt.png"), dpi=50)
+    claims = TF.claims_hblt(inputs, fig_cfg)
     assert (tmp_path / "hblt.png").stat().st_size > 0
     z = ((df["empirical"] - df["theory"]) / df["se"]).abs().max()
     assert [c.claim_id for c in claims] == ["thm5_hblt"] and claims[0].measured == pytest.approx(z)
@@ -242,14 +249,17 @@ def test_table1_cell_and_table(tmp_path):
     paths = []
     for C, nch in ((20, 2), (30, 3)):
         p = str(tmp_path / f"cell_{C}_{nch}.csv")
-        T1.table1_cell({**base, "C": C, "n_ch": nch, "n0": 10, "n1": 20}, p)
+        T1.table1_cell({**base, "C": C, "n_ch": nch, "n0": 10, "n1": 20}, {}, {"cell": p}, CPU)
         paths.append(p)
     df = pd.read_csv(paths[0])
     expected = {"C", "n_ch", "n0", "n1", "seed", "trained", "level", "ncorr", "n_latents", "final_loss", "loss_floor"}
     assert expected <= set(df.columns)
     assert len(df) == 2 * 2 * 3  # seeds x (untrained, trained) x levels
     assert df["ncorr"].between(-1, 1).all() and (df["n_latents"] > 0).all()
-    claims = TF.table1(paths, str(tmp_path / "t1.csv"), str(tmp_path / "t1.tex"), str(tmp_path / "t1.md"), "test")
+    inputs, fig_cfg = {"cells": paths}, {"scale": "test"}
+    write_outputs(TF.draw_table1(inputs, fig_cfg), [str(tmp_path / "t1.csv"), str(tmp_path / "t1.md")], dpi=50)
+    TF.write_latex({"scale": "test"}, inputs, {"tex": str(tmp_path / "t1.tex")}, CPU)
+    claims = TF.claims_table1(inputs, fig_cfg)
     assert [c.claim_id for c in claims] == ["table1_s0", "table1_s1_lower", "table1_untrained_gap", "table1_loss"]
     summary = pd.read_csv(tmp_path / "t1.csv")
     assert len(summary) == 2 * 2
@@ -262,6 +272,6 @@ def test_table1_cell_and_table(tmp_path):
 def test_table1_cell_is_deterministic(tmp_path):
     cfg = {"C": 20, "n_ch": 2, "n0": 10, "n1": 20, "M": 100, "T": 30, "d": 8, "d_hidden": 16, "layers": 3, "steps": 2, "batch": 16,
            "lr": 1e-3, "wd": 1e-4, "eval_samples": 64, "log_every": 10, "vectorise": False, "seeds": [3]}
-    T1.table1_cell(cfg, str(tmp_path / "a.csv"))
-    T1.table1_cell(cfg, str(tmp_path / "b.csv"))
+    T1.table1_cell(cfg, {}, {"cell": str(tmp_path / "a.csv")}, CPU)
+    T1.table1_cell(cfg, {}, {"cell": str(tmp_path / "b.csv")}, CPU)
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()

@@ -8,8 +8,12 @@ import pandas as pd
 import pytest
 import torch
 
+from featlearn.compute import Context
 from featlearn.joma import attention_sim as S
 from featlearn.joma import attention_sim_figures as F
+from featlearn.plotting import save_figure
+
+CPU = Context(device="cpu")
 
 @pytest.fixture(autouse=True)
 def one_thread():
@@ -154,7 +158,7 @@ def test_linear_attention_invariant_z2_minus_v2_is_conserved():
 def test_softmax_tables(tmp_path):
     cfg = dict(TINY, init_std=0.01, lr=0.1, steps=25, log_every=10)
     out = [str(tmp_path / n) for n in ("steps.csv", "mats.csv", "v0.csv")]
-    S.softmax_tables(cfg, *out)
+    S.softmax_tables(cfg, {}, dict(zip(("steps", "matrices", "v0"), out)), CPU)
     steps, mats, v0 = (pd.read_csv(p) for p in out)
     assert list(steps.columns) == ["setting", "seed", "step", "quantity", "value"]
     assert list(mats.columns) == ["setting", "seed", "matrix", "row", "col", "value"]
@@ -174,14 +178,15 @@ def test_softmax_tables(tmp_path):
     v00 = v0[(v0["step"] == 0) & (v0["setting"] == "random") & (v0["seed"] == 2)]
     assert np.allclose(vi.sort_values("row")["value"], v00.sort_values("component")["value"])
     # deterministic: the same config gives the same table
-    S.softmax_tables(cfg, str(tmp_path / "again.csv"), str(tmp_path / "m2.csv"), str(tmp_path / "v2.csv"))
+    S.softmax_tables(cfg, {}, {"steps": str(tmp_path / "again.csv"), "matrices": str(tmp_path / "m2.csv"),
+                               "v0": str(tmp_path / "v2.csv")}, CPU)
     assert pd.read_csv(tmp_path / "again.csv").equals(steps)
 
 
 def test_exp_tables(tmp_path):
     cfg = dict(TINY, hidden=6, A=1 / 7, readout_std=1.0, lrs=[0.02, 0.01], steps=20, log_every=10)
     out = str(tmp_path / "exp.csv")
-    S.exp_tables(cfg, out)
+    S.exp_tables(cfg, {}, {"steps": out}, CPU)
     df = pd.read_csv(out)
     assert list(df.columns) == ["setting", "seed", "lr", "time", "step", "quantity", "value"]
     assert set(df["quantity"]) == {"loss", "rel_err", "nc", "z_norm"}
@@ -192,17 +197,23 @@ def test_exp_tables(tmp_path):
     assert rel[rel["step"] == 0]["value"].isna().all()  # z = 0 at zero init: undefined
     assert (rel[rel["step"] > 0]["value"] < 0.2).all()
     with pytest.raises(ValueError, match="whole number"):
-        S.exp_tables(dict(cfg, lrs=[0.02, 0.015]), out)
+        S.exp_tables(dict(cfg, lrs=[0.02, 0.015]), {}, {"steps": out}, CPU)
+
+
+# Fig. 2's settings for the tiny tables: the grids they were simulated on
+FIG2_CFG = {"softmax": {"settings": TINY["settings"], "seeds": TINY["seeds"]},
+            "exp": {"settings": TINY["settings"], "seeds": TINY["seeds"], "lrs": [0.01, 0.005]}, "scale": "smoke"}
 
 
 @pytest.fixture(scope="module")
 def tiny_tables(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("joma_sim")
     before = torch.get_num_threads()
-    S.softmax_tables(dict(TINY, init_std=0.01, lr=0.1, steps=40, log_every=10), str(tmp_path / "s.csv"),
-                     str(tmp_path / "m.csv"), str(tmp_path / "v.csv"))
-    S.exp_tables(dict(TINY, hidden=6, A=1 / 7, readout_std=1.0, lrs=[0.01, 0.005], steps=100, log_every=10),
-                 str(tmp_path / "e.csv"))  # both set one thread (the default "threads")
+    torch.set_num_threads(1)  # what `featlearn compute` sets for these one-thread jobs
+    S.softmax_tables(dict(TINY, init_std=0.01, lr=0.1, steps=40, log_every=10), {},
+                     {"steps": str(tmp_path / "s.csv"), "matrices": str(tmp_path / "m.csv"), "v0": str(tmp_path / "v.csv")}, CPU)
+    S.exp_tables(dict(TINY, hidden=6, A=1 / 7, readout_std=1.0, lrs=[0.01, 0.005], steps=100, log_every=10), {},
+                 {"steps": str(tmp_path / "e.csv")}, CPU)
     torch.set_num_threads(before)
     return [str(tmp_path / n) for n in ("s.csv", "m.csv", "v.csv", "e.csv")]
 
@@ -210,7 +221,9 @@ def tiny_tables(tmp_path_factory):
 def test_figures_return_their_claims(tmp_path, tiny_tables):
     s, m, v, e = tiny_tables
     figs2 = [str(tmp_path / "fig2.png")]
-    claims = F.fig2(s, m, e, figs2, "smoke", 60)
+    cfg = FIG2_CFG
+    save_figure(F.draw_2({"steps": s, "matrices": m, "exp": e}, cfg), *figs2, dpi=60)
+    claims = F.claims_2({"steps": s, "matrices": m, "exp": e}, cfg)
     assert [c.claim_id for c in claims] == [
         "fig2_nc_random", "fig2_nc_part2_random", "fig2_nc_smooth", "fig2_nc_part2_smooth",
         "thm1_exp_invariant", "thm1_exp_decreasing",
@@ -223,8 +236,8 @@ def test_figures_return_their_claims(tmp_path, tiny_tables):
     assert by_id["fig2_nc_smooth"].target == ">= 0.95" and by_id["fig2_nc_part2_smooth"].target == "<= 0.7"
     for p in figs2:
         assert (tmp_path / p).stat().st_size > 1000
-    claims3 = F.fig3(m, v, [str(tmp_path / "fig3.png")], "smoke", 60)
-    assert claims3 == []  # Fig. 3 is drawn only: the reference states no claim for it
+    assert not hasattr(F, "claims_3")  # Fig. 3 is drawn only: the reference states no claim for it
+    save_figure(F.draw_3({"matrices": m, "v0": v}, cfg), str(tmp_path / "fig3.png"), dpi=60)
     assert (tmp_path / "fig3.png").stat().st_size > 1000
 
 
@@ -232,12 +245,12 @@ def test_exp_claims_fail_when_step_100_or_lr_is_missing(tmp_path, tiny_tables):
     s, m, v, e = tiny_tables
     df = pd.read_csv(e)
     df[df["step"] != 100].to_csv(tmp_path / "no100.csv", index=False)
-    claims = {c.claim_id: c for c in F.fig2(s, m, str(tmp_path / "no100.csv"), [], "smoke", 60)}
+    claims = {c.claim_id: c for c in F.claims_2({"steps": s, "matrices": m, "exp": str(tmp_path / "no100.csv")}, FIG2_CFG)}
     assert np.isnan(claims["thm1_exp_invariant"].measured) and not claims["thm1_exp_invariant"].passed
     # an error that rises is counted
     bumped = df.copy()
     sel = (bumped["quantity"] == "rel_err") & (bumped["step"] == 50) & np.isclose(bumped["lr"], 0.01)
     bumped.loc[sel, "value"] = 10.0
     bumped.to_csv(tmp_path / "bumped.csv", index=False)
-    claims = {c.claim_id: c for c in F.fig2(s, m, str(tmp_path / "bumped.csv"), [], "smoke", 60)}
+    claims = {c.claim_id: c for c in F.claims_2({"steps": s, "matrices": m, "exp": str(tmp_path / "bumped.csv")}, FIG2_CFG)}
     assert claims["thm1_exp_decreasing"].measured == sel.sum() and not claims["thm1_exp_decreasing"].passed

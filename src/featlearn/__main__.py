@@ -99,9 +99,6 @@ def build_parser() -> argparse.ArgumentParser:
     from featlearn.scan_snap.bench import register as register_scan_snap_bench
 
     register_scan_snap_bench(sub)
-    from featlearn.joma.cli import register as register_joma
-
-    register_joma(sub)
     from featlearn.templates.bench import register as register_templates_bench
 
     register_templates_bench(sub)

@@ -196,16 +196,16 @@ def softmax_invariant(V: torch.Tensor, W: torch.Tensor, x_bar: torch.Tensor, tau
     return part1, part2
 
 
-def softmax_tables(cfg: dict, out_steps: str, out_matrices: str, out_v0: str) -> None:
-    """Fig. 2 and Fig. 3: linear MLP + softmax attention, joint GD on (z, W), both X settings x seeds.
+def softmax_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Fig. 2 and Fig. 3: linear MLP + softmax attention, joint GD on (z, W), both X settings x seeds
+    (on the CPU, with the job's ``ctx.threads`` torch threads).
 
-    out_steps:    setting, seed, step, quantity, value; quantity in loss, nc_full, nc_part1, nc_part2
+    steps:    setting, seed, step, quantity, value; quantity in loss, nc_full, nc_part1, nc_part2
                   (NC of z_hat, z_hat_1, z_hat_2 with z) and rel_err (||z - z_hat|| / ||z||).
-    out_matrices: setting, seed, matrix, row, col, value; matrix in X (token x class), V_init, V_final
+    matrices: setting, seed, matrix, row, col, value; matrix in X (token x class), V_init, V_final
                   (V = U_C^T W, token x node).
-    out_v0:       setting, seed, step, component, value: the components of v_0 (column 0 of V).
+    v0:       setting, seed, step, component, value: the components of v_0 (column 0 of V).
     """
-    torch.set_num_threads(cfg.get("threads", 1))
     runs = _runs(cfg)
     X, rngs = _data(cfg, runs)
     R, m_c, K = X.shape
@@ -244,9 +244,9 @@ def softmax_tables(cfg: dict, out_steps: str, out_matrices: str, out_v0: str) ->
         M = M.numpy()  # [R, rows, cols]: rows as "steps" of _grid_table, so transpose to [rows, R, cols]
         df = _grid_table(runs, list(range(M.shape[1])), M.transpose(1, 0, 2), "col", matrix=name).rename(columns={"step": "row"})
         mats.append(df[["setting", "seed", "matrix", "row", "col", "value"]])
-    _write(_quantities(runs, logged, series), out_steps)
-    _write(pd.concat(mats, ignore_index=True), out_matrices)
-    _write(_grid_table(runs, logged, np.stack(v0_hist), "component"), out_v0)
+    _write(_quantities(runs, logged, series), outputs["steps"])
+    _write(pd.concat(mats, ignore_index=True), outputs["matrices"])
+    _write(_grid_table(runs, logged, np.stack(v0_hist), "component"), outputs["v0"])
 
 
 # ----------------------------------------------------------------------------- claim 1 (exp attention)
@@ -257,7 +257,7 @@ def exp_invariant_error(z: torch.Tensor, V: torch.Tensor, tau: float) -> torch.T
     return (z - (V**2).sum(dim=-1) / (2 * tau)).norm(dim=-1) / z.norm(dim=-1)
 
 
-def exp_tables(cfg: dict, out_steps: str) -> None:
+def exp_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Claim 1: exp attention, zero init of (z, W), joint GD on (z, W, Y) with a nonlinear MLP
     h = tanh(W^T f) feeding a trained readout Y [D] (tanh because phi'(0) != 0 lets a zero-initialised
     W move; the readout makes the backpropagated gradient g_h non-stationary, so nothing of
@@ -266,10 +266,9 @@ def exp_tables(cfg: dict, out_steps: str) -> None:
     Every lr in cfg["lrs"] runs to the same time lrs[0] * steps, logging every log_every * lrs[0] / lr
     steps (claim 1 reads step 100 at lr 0.01, so log_every should divide 100).
 
-    out_steps: setting, seed, lr, step, time, quantity, value; quantity in loss, rel_err
+    Output ``steps``: setting, seed, lr, step, time, quantity, value; quantity in loss, rel_err
     (||z - sum_k v_k^2/(2 tau)|| / ||z||, NaN while z = 0), nc (NC of sum_k v_k^2/(2 tau) with z), z_norm.
     """
-    torch.set_num_threads(cfg.get("threads", 1))
     runs = _runs(cfg)
     X, rngs = _data(cfg, runs)
     R, m_c, K = X.shape
@@ -305,4 +304,4 @@ def exp_tables(cfg: dict, out_steps: str) -> None:
 
         gd(params, X, U, spec, lr, steps, log_every, log, tag=f"exp sim lr={lr:g} ({R} runs)")
         frames.append(_quantities(runs, logged, series, lr=lr, time=np.asarray(logged) * lr))
-    _write(pd.concat(frames, ignore_index=True), out_steps)
+    _write(pd.concat(frames, ignore_index=True), outputs["steps"])

@@ -4,7 +4,10 @@ tables written by :mod:`featlearn.joma.attention_sim`.
 Claims (reference, claim 1): exp attention, joint GD at lr 0.01 from zero init:
 ||z - sum_k v_k^2/(2 tau)|| / ||z|| <= 0.02 at step 100 and decreasing; softmax (Fig. 2), both X
 settings: NC(z_hat, z) >= 0.95 at every logged step >= 10, NC(z_hat_2, z) <= 0.7 (read, like the first
-part, at every logged step >= 10). Every seed counts: the measured value is the worst one.
+part, at every logged step >= 10). Every seed counts: the measured value is the worst one. The claims
+read the simulated grid (X settings, seeds, and the exp runs' learning rates) from the figure's settings:
+a run missing from the tables leaves its claim unmeasured; the exp claim is read at the grid's first
+learning rate, the one every other lr's run time is matched to (the config sets it to the paper's 0.01).
 """
 
 from __future__ import annotations
@@ -16,10 +19,9 @@ import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
 from featlearn.claims import Claim, check
-from featlearn.plotting import save_figure, set_style
+from featlearn.plotting import set_style
 
 PAPER = "joma"
-EXP_LR = 0.01  # claim 1 is stated at this learning rate [P]
 EXP_CHECK_STEP = 100
 NC_MIN_STEP = 10
 NC_FULL_MIN = 0.95
@@ -59,20 +61,23 @@ def _matrix(mats: pd.DataFrame, setting: str, name: str, seed: int | None = None
     return sub[sub["seed"] == seed].pivot(index="row", columns="col", values="value").to_numpy()
 
 
-def _exp_claims(exp: pd.DataFrame, scale: str) -> list[Claim]:
-    rel = exp[(exp["quantity"] == "rel_err") & np.isclose(exp["lr"], EXP_LR)]
+def _exp_claims(exp: pd.DataFrame, grid: dict, scale: str) -> list[Claim]:
+    """Claim 1 at the first learning rate of the exp grid (claim 1 is stated at lr 0.01 [P])."""
+    lr = grid["lrs"][0]
+    rel = exp[(exp["quantity"] == "rel_err") & np.isclose(exp["lr"], lr)]
     at = rel[rel["step"] == EXP_CHECK_STEP]
-    # a run that did not log step 100 (or an lr 0.01 run that is missing) leaves the claim unmeasured
-    n_runs = rel.groupby(["setting", "seed"]).ngroups
-    worst = float(at["value"].max()) if len(at) and len(at) == n_runs else float("nan")
+    # a run that did not log step 100 (or a run of the grid that is missing) leaves the claim unmeasured
+    n_runs = len(grid["settings"]) * grid["seeds"]
+    complete = rel.groupby(["setting", "seed"]).ngroups == n_runs and len(at) == n_runs
+    worst = float(at["value"].max()) if complete else float("nan")
     increases = 0
     for _, run in rel.groupby(["setting", "seed"]):
         r = run.sort_values("step")["value"].dropna().to_numpy()  # undefined while z = 0 (step 0)
         increases += int((np.diff(r) > 0).sum())
-    measured_inc = float(increases) if n_runs else float("nan")
+    measured_inc = float(increases) if len(rel) else float("nan")
     return [
         check(PAPER, "thm1_exp_invariant", "Fig. 2 / Thm. 1",
-              f"exp attention, joint GD at lr {EXP_LR:g} from zero init: z = sum_k v_k^2/(2 tau) up to discretisation "
+              f"exp attention, joint GD at lr {lr:g} from zero init: z = sum_k v_k^2/(2 tau) up to discretisation "
               f"({n_runs} runs)", f"max over runs of ||z - sum_k v_k^2/(2 tau)|| / ||z|| at step {EXP_CHECK_STEP}",
               worst, "<=", EXP_REL_ERR_MAX, scale),
         check(PAPER, "thm1_exp_decreasing", "Fig. 2 / Thm. 1",
@@ -81,17 +86,18 @@ def _exp_claims(exp: pd.DataFrame, scale: str) -> list[Claim]:
     ]
 
 
-def _nc_claims(steps: pd.DataFrame, scale: str) -> list[Claim]:
+def _nc_claims(steps: pd.DataFrame, grid: dict, scale: str) -> list[Claim]:
     claims = []
     late = steps[steps["step"] >= NC_MIN_STEP]
-    for setting in sorted(steps["setting"].unique()):
+    n = grid["seeds"]
+    for setting in sorted(grid["settings"]):
         sub = late[late["setting"] == setting]
-        n = sub["seed"].nunique()
+        complete = sub["seed"].nunique() == n  # a missing seed leaves both claims unmeasured
         full = sub.loc[sub["quantity"] == "nc_full", "value"]
         part2 = sub.loc[sub["quantity"] == "nc_part2", "value"]
         # NaN (an undefined NC) propagates into the claim, which then fails
-        full_min = float(full.min(skipna=False)) if len(full) else float("nan")
-        part2_max = float(part2.max(skipna=False)) if len(part2) else float("nan")
+        full_min = float(full.min(skipna=False)) if complete and len(full) else float("nan")
+        part2_max = float(part2.max(skipna=False)) if complete and len(part2) else float("nan")
         claims += [
             check(PAPER, f"fig2_nc_{setting}", "Fig. 2",
                   f"softmax attention, {setting} X: the Theorem 1 estimate z_hat correlates with z ({n} seeds)",
@@ -103,11 +109,12 @@ def _nc_claims(steps: pd.DataFrame, scale: str) -> list[Claim]:
     return claims
 
 
-def fig2(steps_csv: str, matrices_csv: str, exp_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
+def draw_2(inputs: dict, cfg: dict):
     """Top: X and NC(z_hat, z), NC(z_hat_1, z), NC(z_hat_2, z) over training for the smooth and random
     settings (softmax attention, linear MLP). Bottom: the exp-attention invariant's relative error
     against iterations and against time lr * iterations (smaller lr: smaller discretisation error)."""
-    steps, mats, exp = pd.read_csv(steps_csv), pd.read_csv(matrices_csv), pd.read_csv(exp_csv)
+    scale = cfg["scale"]
+    steps, mats, exp = pd.read_csv(inputs["steps"]), pd.read_csv(inputs["matrices"]), pd.read_csv(inputs["exp"])
     set_style()
     fig, ax = plt.subplot_mosaic("ABCD;EEFF", figsize=(15, 7.5), layout="constrained",
                                  gridspec_kw={"width_ratios": [0.7, 1.3, 0.7, 1.3]})
@@ -147,14 +154,20 @@ def fig2(steps_csv: str, matrices_csv: str, exp_csv: str, figures: list[str], sc
     ax["E"].set_title("exp attention, tanh MLP + readout, zero init: Theorem 1 error")
     ax["F"].set_title("same runs against time: the error is discretisation, O(lr)")
     fig.suptitle(f"JoMA Fig. 2: the first integral of Theorem 1 tracks the attention logits (scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
-    return _nc_claims(steps, scale) + _exp_claims(exp, scale)
+    return fig
 
 
-def fig3(matrices_csv: str, v0_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
+def claims_2(inputs: dict, cfg: dict) -> list[Claim]:
+    """Theorem 1: the softmax NC claims on grid ``cfg["softmax"]``, the exp claims on ``cfg["exp"]``."""
+    steps, exp = pd.read_csv(inputs["steps"]), pd.read_csv(inputs["exp"])
+    return _nc_claims(steps, cfg["softmax"], cfg["scale"]) + _exp_claims(exp, cfg["exp"], cfg["scale"])
+
+
+def draw_3(inputs: dict, cfg: dict):
     """Per X setting (first seed): V = U_C^T W at init and at the end, and components 0-3 of v_0 over
-    training. The reference states no claim for this figure, so it returns none."""
-    mats, v0 = pd.read_csv(matrices_csv), pd.read_csv(v0_csv)
+    training. The reference states no claim for this figure: it is drawn only."""
+    scale = cfg["scale"]
+    mats, v0 = pd.read_csv(inputs["matrices"]), pd.read_csv(inputs["v0"])
     settings = [s for s in ("smooth", "random") if s in set(v0["setting"])]
     set_style()
     fig, axes = plt.subplots(len(settings), 3, figsize=(13, 3.6 * len(settings)), layout="constrained", squeeze=False)
@@ -180,6 +193,4 @@ def fig3(matrices_csv: str, v0_csv: str, figures: list[str], scale: str, dpi: in
         row[2].set_title(f"growth of $v_0$ ({setting} X)")
         row[2].legend(fontsize=8)
     fig.suptitle(f"JoMA Fig. 3: a few components of $v_0$ keep growing, the others saturate (scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
-
-    return []  # the reference states no claim for Fig. 3; it is drawn only
+    return fig

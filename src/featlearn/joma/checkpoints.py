@@ -26,7 +26,6 @@ import pandas as pd
 import torch
 
 from featlearn.data.fetch import resolve_offline
-from featlearn.devices import resolve_device
 from featlearn.io import atomic_open, load_tensor
 from featlearn.lm.attention import attention_entropy, uniform_causal_entropy
 from featlearn.lm.rank import gaussian_stable_rank, stable_rank
@@ -303,22 +302,24 @@ COLUMNS = ("model", "revision", "step", "layer", "n_layers", "metric", "value", 
            "window", "uniform_entropy", "source")
 
 
-def analyse_checkpoint(cfg: dict, model: str, revision: str, valid_pt: str, vocab_json: str, out_csv: str) -> None:
-    """Fig. 7, one checkpoint: per layer the up-projection's stable rank (metric ``stable_rank``, with n, m
+def analyse_checkpoint(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Fig. 7, one checkpoint (output ``table``): per layer the up-projection's stable rank (metric ``stable_rank``, with n, m
     and the Gaussian value nm/(sqrt n + sqrt m)^2) and the attention entropy on WikiText validation
-    windows (metric ``attention_entropy``, with the window length and the uniform causal bound).
+    windows (metric ``attention_entropy``, with the window length and the uniform causal bound), read from
+    the prepared ``valid`` and ``vocab`` inputs.
 
-    Settings: cache_dir (Hugging Face cache; null: the default one), offline (FEATLEARN_OFFLINE
-    overrides, as for the datasets), window, windows, batch_size, max_words (validation ids rebuilt
-    into text), dtype, device.
+    Settings: model, revision, cache_dir (Hugging Face cache; null: the default one), offline
+    (FEATLEARN_OFFLINE overrides, as for the datasets), window, windows, batch_size, max_words
+    (validation ids rebuilt into text; null: all), dtype. The device is the job's (``ctx.device``).
     """
+    model, revision = cfg["model"], cfg["revision"]
     spec = model_spec(model)
     step = revision_step(spec, revision)
-    cache_dir, offline = cfg.get("cache_dir"), resolve_offline(bool(cfg.get("offline", False)))
+    cache_dir, offline = cfg["cache_dir"], resolve_offline(bool(cfg["offline"]))
     ok, reason = available(spec.repo_id, revision, cache_dir, offline)
     if not ok:
         raise FileNotFoundError(reason)
-    device = resolve_device(cfg.get("device", "auto"))
+    device = ctx.device
     tag = f"[joma fig7] {spec.repo_id}@{revision}"
     n_layers = int(_config(spec, revision, cache_dir, offline)["num_hidden_layers"])
 
@@ -328,13 +329,13 @@ def analyse_checkpoint(cfg: dict, model: str, revision: str, valid_pt: str, voca
         print(f"{tag}: stable rank of {n_layers} layers from safetensors", file=sys.stderr, flush=True)
         ranks = stable_ranks_from_safetensors(index, spec.up_proj, n_layers, device)
 
-    print(f"{tag}: loading the model ({cfg.get('dtype', 'float32')}, {device})", file=sys.stderr, flush=True)
-    net, tokenizer = load_checkpoint(spec, revision, cache_dir, offline, cfg.get("dtype", "float32"))
+    print(f"{tag}: loading the model ({cfg['dtype']}, {device})", file=sys.stderr, flush=True)
+    net, tokenizer = load_checkpoint(spec, revision, cache_dir, offline, cfg["dtype"])
     try:
         if ranks is None:
             print(f"{tag}: no safetensors file; stable rank from the loaded model", file=sys.stderr, flush=True)
             ranks = stable_ranks_from_model(net, spec.up_proj, n_layers, device)
-        text = validation_text(valid_pt, vocab_json, cfg.get("max_words"))
+        text = validation_text(inputs["valid"], inputs["vocab"], cfg["max_words"])
         wins = token_windows(tokenizer, text, cfg["window"], cfg["windows"])
         print(f"{tag}: attention entropy on {len(wins)} windows of {cfg['window']} tokens", file=sys.stderr, flush=True)
         net.to(device)
@@ -359,7 +360,7 @@ def analyse_checkpoint(cfg: dict, model: str, revision: str, valid_pt: str, voca
         for i, h in enumerate(entropy)
     ]
     df = pd.DataFrame(rows, columns=list(COLUMNS))
-    with atomic_open(out_csv, newline="") as fh:
+    with atomic_open(outputs["table"], newline="") as fh:
         df.to_csv(fh, index=False, float_format="%.10g")
     sr = df[df["metric"] == "stable_rank"]["value"]
     print(f"{tag}: stable rank {sr.min():.1f}..{sr.max():.1f}, entropy {entropy.min():.3f}..{entropy.max():.3f} "

@@ -16,7 +16,7 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
 from featlearn.claims import Claim, check
-from featlearn.plotting import save_figure, set_style
+from featlearn.plotting import set_style
 
 PAPER = "joma"
 PANELS = (
@@ -42,12 +42,14 @@ def _curves(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     return sub.groupby(["step", "layer"])["value"].mean().unstack("layer").sort_index()
 
 
-def fig7(csvs: list[str], figures: list[str], scale: str, dpi: int) -> list[Claim]:
-    df = read_tables(csvs)
+def draw_7(inputs: dict, cfg: dict):
+    """Per model (columns): stable rank and attention entropy per layer across checkpoints, or per layer
+    at the final checkpoint of a model with one revision."""
+    scale = cfg["scale"]
+    df = read_tables(inputs["tables"])
     models = list(pd.unique(df["model"]))
     set_style()
     fig, axes = plt.subplots(2, len(models), figsize=(4.2 * len(models) + 0.8, 7), layout="constrained", squeeze=False)
-    claims: list[Claim] = []
     for col, model in enumerate(models):
         d = df[df["model"] == model]
         n_layers = int(d["n_layers"].max())
@@ -75,13 +77,21 @@ def fig7(csvs: list[str], figures: list[str], scale: str, dpi: int) -> list[Clai
             if row == 0:
                 ax.set_title(model.split("/")[-1] + ("" if over_steps else " (final only)"))
         fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=list(axes[:, col]), label="layer (0 = bottom)", shrink=0.6)
-        if over_steps:
-            claims += model_claims(d, scale)
     window = df["window"].dropna().unique()
     tokens = f"windows of {int(window[0])} tokens" if len(window) == 1 else "validation windows"
     fig.suptitle(f"JoMA Fig. 7: MLP up-projection stable rank and attention entropy on WikiText {tokens}, "
                  f"across checkpoints (scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
+    return fig
+
+
+def claims_7(inputs: dict, cfg: dict) -> list[Claim]:
+    """Claim 8 for every model with checkpoints across training, in the order of the tables."""
+    df = read_tables(inputs["tables"])
+    claims: list[Claim] = []
+    for model in pd.unique(df["model"]):
+        d = df[df["model"] == model]
+        if d["step"].nunique() > 1:
+            claims += model_claims(d, cfg["scale"])
     return claims
 
 

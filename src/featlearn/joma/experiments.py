@@ -14,9 +14,9 @@ def _write(df: pd.DataFrame, path: str) -> None:
         df.to_csv(fh, index=False, float_format="%.10g")
 
 
-def eq6_tables(cfg: dict, out_discrete: str, out_exact: str) -> None:
-    """Fig. 4: the discrete variant with and without attention (every iteration), and the exact Eq. 6
-    solution with F(v_j/mu_j, mu_j) - t for each component."""
+def eq6_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Fig. 4: the discrete variant with and without attention (every iteration; output ``discrete``), and
+    the exact Eq. 6 solution with F(v_j/mu_j, mu_j) - t for each component (output ``exact``)."""
     mu = np.sort(np.random.default_rng(cfg["seed"]).uniform(cfg["mu_low"], cfg["mu_high"], cfg["n"]))
     rows = []
     for variant, attention in (("attention", True), ("no_attention", False)):
@@ -25,7 +25,7 @@ def eq6_tables(cfg: dict, out_discrete: str, out_exact: str) -> None:
         steps = np.arange(cfg["steps"] + 1)
         for j in range(cfg["n"]):
             rows.append(pd.DataFrame({"variant": variant, "step": steps, "component": j, "mu": mu[j], "v": traj[:, j], "entropy": H}))
-    _write(pd.concat(rows, ignore_index=True), out_discrete)
+    _write(pd.concat(rows, ignore_index=True), outputs["discrete"])
 
     t = np.linspace(0.0, cfg["exact_t_max"], cfg["exact_points"])
     V = D.eq6_exact(mu, t)
@@ -35,10 +35,12 @@ def eq6_tables(cfg: dict, out_discrete: str, out_exact: str) -> None:
             r = V[i, j] / mu[j]
             resid = D.F(r, mu[j]) - ti if r < 1 - 1e-6 else np.nan  # F diverges at r = 1 (converged)
             rows.append({"t": ti, "component": j, "mu": mu[j], "v": V[i, j], "F_minus_t": resid})
-    _write(pd.DataFrame(rows), out_exact)
+    _write(pd.DataFrame(rows), outputs["exact"])
 
 
-def theorem2_table(cfg: dict, out: str) -> None:
+def theorem2_table(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Theorem 2: the ODE solution up to ``fraction`` of the blow-up time t*, its invariant and limits
+    (output ``table``)."""
     delta = np.asarray(cfg["delta"], dtype=float)
     t_star = D.theorem2_blowup_time(delta, cfg["A"])
     t = np.linspace(0.0, cfg["fraction"] * t_star, cfg["points"])
@@ -50,4 +52,4 @@ def theorem2_table(cfg: dict, out: str) -> None:
         for i in range(len(t))
         for j in range(len(delta))
     ]
-    _write(pd.DataFrame(rows), out)
+    _write(pd.DataFrame(rows), outputs["table"])

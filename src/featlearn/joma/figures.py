@@ -1,4 +1,5 @@
-"""JoMA figures and the claims each one checks. Figures read only the tidy tables."""
+"""JoMA Fig. 4 (``draw_4``, ``claims_4``) and the Theorem 2 check (``claims_theorem2``). They read only the
+tidy tables of :mod:`featlearn.joma.experiments`."""
 
 from __future__ import annotations
 
@@ -10,14 +11,21 @@ import pandas as pd
 import seaborn as sns
 
 from featlearn.claims import Claim, check
-from featlearn.plotting import save_figure, set_style
+from featlearn.plotting import set_style
 
 PAPER = "joma"
 
 
-def fig4(discrete_csv: str, exact_csv: str, figures: list[str], scale: str, dpi: int, log_every: int, tol: float) -> list[Claim]:
-    df, ex = pd.read_csv(discrete_csv), pd.read_csv(exact_csv)
-    att = df[df["variant"] == "attention"]
+def _fig4_tables(inputs: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    df, ex = pd.read_csv(inputs["discrete"]), pd.read_csv(inputs["exact"])
+    return df, ex, df[df["variant"] == "attention"]
+
+
+def draw_4(inputs: dict, cfg: dict):
+    """Components v_j every ``log_every`` iterations, the attention entropy with and without attention,
+    and the exact Eq. 6 solution."""
+    log_every, scale = cfg["log_every"], cfg["scale"]
+    df, ex, att = _fig4_tables(inputs)
     set_style()
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), layout="constrained")
     snap = att[att["step"] % log_every == 0]
@@ -43,8 +51,12 @@ def fig4(discrete_csv: str, exact_csv: str, figures: list[str], scale: str, dpi:
     axes[2].set_ylabel("$v_j(t)/\\mu_j$")
     axes[2].set_title("exact Eq. 6 (stiff solver)")
     fig.suptitle(f"JoMA Fig. 4: salient components converge first; attention sparsifies, then densifies (scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
+    return fig
 
+
+def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
+    tol, scale = cfg["converge_tol"], cfg["scale"]
+    df, ex, att = _fig4_tables(inputs)
     H = att[att["component"] == 0].sort_values("step")["entropy"].to_numpy()
     i_min = int(H.argmin())
     ctrl = df[(df["variant"] == "no_attention") & (df["component"] == 0)].sort_values("step")["entropy"].to_numpy()
@@ -75,8 +87,9 @@ def fig4(discrete_csv: str, exact_csv: str, figures: list[str], scale: str, dpi:
     ]
 
 
-def theorem2_claims(table_csv: str, scale: str) -> list[Claim]:
-    df = pd.read_csv(table_csv)
+def claims_theorem2(inputs: dict, cfg: dict) -> list[Claim]:
+    scale = cfg["scale"]
+    df = pd.read_csv(inputs["table"])
     spread = df.groupby("t")["invariant"].agg(lambda s: s.max() - s.min()).max()
     last = df[df["t"] == df["t"].max()]
     finite = last[np.isfinite(last["limit"])]

@@ -84,7 +84,7 @@ def build_model(M: int, n_classes: int, cfg: dict, seed: int) -> HierTransformer
     """PyTorch's default initialisation drawn from ``seed`` alone (the global RNG is left untouched)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(_init_seed(seed))
-        return HierTransformer(M, cfg["d"], cfg["d_hidden"], n_classes, cfg.get("layers", 3))
+        return HierTransformer(M, cfg["d"], cfg["d_hidden"], n_classes, cfg["layers"])
 
 
 def _init_seed(seed: int) -> int:
@@ -179,7 +179,7 @@ def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg
     device = next(models[0].parameters()).device
     seqs = torch.stack([h.class_tables()[0] for h in hiers]).to(device)  # [R, C, T]
     gens = [torch.Generator().manual_seed(_data_seed(s)) for s in seeds]
-    steps, log_every = cfg["steps"], cfg.get("log_every", 100)
+    steps, log_every = cfg["steps"], cfg["log_every"]
     logs: list[list[float]] = [[] for _ in models]
     start = time.perf_counter()
 
@@ -203,7 +203,7 @@ def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg
             return _weighted_ce(logits, n)
 
         batched = vmap(run_loss)
-        opt = torch.optim.Adam(params.values(), lr=cfg["lr"], weight_decay=cfg.get("wd", 0.0))
+        opt = torch.optim.Adam(params.values(), lr=cfg["lr"], weight_decay=cfg["wd"])
         for step in range(steps):
             losses = batched(params, buffers, seqs, counts())
             opt.zero_grad(set_to_none=True)
@@ -215,7 +215,7 @@ def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg
                 for name, p in m.named_parameters():
                     p.copy_(params[name][i])
     else:
-        opts = [torch.optim.Adam(m.parameters(), lr=cfg["lr"], weight_decay=cfg.get("wd", 0.0)) for m in models]
+        opts = [torch.optim.Adam(m.parameters(), lr=cfg["lr"], weight_decay=cfg["wd"]) for m in models]
         for step in range(steps):
             n = counts()
             losses = []
@@ -238,19 +238,17 @@ def _write(df: pd.DataFrame, path: str) -> None:
         df.to_csv(fh, index=False, float_format="%.10g")
 
 
-def table1_cell(cfg: dict, out_csv: str) -> None:
+def table1_cell(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Train one grid cell (C, n_ch, n0, n1) for all its seeds; write NCorr per level for the trained
     and the untrained network (same init, same evaluation samples).
 
     cfg: C, n_ch, n0, n1, seeds, M, T, d, d_hidden, layers, steps, batch, lr, wd, eval_samples,
-         log_every, vectorise, device (optional, default cpu).
-    Columns: C, n_ch, n0, n1, seed, trained, level, ncorr, n_latents (latents counted), final_loss
+         log_every, vectorise; the device is the job's (``ctx.device``).
+    Output ``cell``, columns: C, n_ch, n0, n1, seed, trained, level, ncorr, n_latents (latents counted), final_loss
     (population loss of that network), loss_floor, duplicate_classes, d, d_hidden, steps, lr, wd.
     The same cfg gives the same table on the CPU (the run time goes to stderr and the benchmark).
     """
-    from featlearn.devices import resolve_device
-
-    device = resolve_device(cfg.get("device", "cpu"))
+    device = ctx.device
     seeds = list(cfg["seeds"])
     hiers = [make_hierarchy([cfg["n0"], cfg["n1"]], cfg["C"], cfg["n_ch"], cfg["M"], cfg["T"], generator=s) for s in seeds]
     models = [build_model(cfg["M"], cfg["C"], cfg, s).to(device) for s in seeds]
@@ -262,14 +260,14 @@ def table1_cell(cfg: dict, out_csv: str) -> None:
 
     before = [(level_ncorrs(m, h, e), population_loss(m, h)) for m, h, e in zip(models, hiers, evals)]
     start = time.perf_counter()
-    train(models, hiers, seeds, cfg, vectorise=cfg.get("vectorise", False), progress=True)
+    train(models, hiers, seeds, cfg, vectorise=cfg["vectorise"], progress=True)
     print(f"  trained in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
     after = [(level_ncorrs(m, h, e), population_loss(m, h)) for m, h, e in zip(models, hiers, evals)]
 
     rows = []
     for i, (s, h) in enumerate(zip(seeds, hiers)):
         extra = {"loss_floor": loss_floor(h), "duplicate_classes": h.duplicate_classes(), "d": cfg["d"],
-                 "d_hidden": cfg["d_hidden"], "steps": cfg["steps"], "lr": cfg["lr"], "wd": cfg.get("wd", 0.0)}
+                 "d_hidden": cfg["d_hidden"], "steps": cfg["steps"], "lr": cfg["lr"], "wd": cfg["wd"]}
         for trained, (levels, loss) in ((False, before[i]), (True, after[i])):
             for level, (value, n_lat) in enumerate(levels):
                 rows.append({**cell, "seed": s, "trained": trained, "level": level, "ncorr": value, "n_latents": n_lat,
@@ -279,15 +277,15 @@ def table1_cell(cfg: dict, out_csv: str) -> None:
     print("  NCorr (mean over seeds), untrained -> trained: "
           + "; ".join(f"s={s} {mean[(s, False)]:.3f} -> {mean[(s, True)]:.3f}" for s in sorted(df["level"].unique())),
           file=sys.stderr, flush=True)
-    _write(df, out_csv)
+    _write(df, outputs["cell"])
 
 
-def hblt_tables(cfg: dict, out_csv: str) -> None:
+def hblt_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Theorem 5 by Monte Carlo: for each rho and depth H = 1..L-1, the empirical P[y_l=1 | y_m=1]
     (one token pair in subtree 0), its standard error, the theory, and n (samples with y_m = 1).
 
     cfg: rhos, L, n_classes, p_on, p_off, n_samples, seed.
-    Columns: rho, L, H, rho0, empirical, se, theory, n, n_samples.
+    Output ``table``, columns: rho, L, H, rho0, empirical, se, theory, n, n_samples.
     """
     L = cfg["L"]
     rho0 = hblt_rho0(cfg["n_classes"], cfg["p_on"], cfg["p_off"])
@@ -300,4 +298,4 @@ def hblt_tables(cfg: dict, out_csv: str) -> None:
             rows.append({"rho": rho, "L": L, "H": H, "rho0": rho0, "empirical": p, "se": se, "theory": theorem5(rho, L, rho0, H),
                          "n": n, "n_samples": cfg["n_samples"]})
         print(f"joma hblt: rho={rho} done", file=sys.stderr, flush=True)
-    _write(pd.DataFrame(rows), out_csv)
+    _write(pd.DataFrame(rows), outputs["table"])

@@ -1,5 +1,6 @@
-"""JoMA Table 1 (NCorr of MLP neurons with the latents of the hierarchy) and the Theorem 5 figure,
-with the claims they check. Reads only the tables of ``featlearn.joma.table1``."""
+"""JoMA Table 1 (NCorr of MLP neurons with the latents of the hierarchy; ``draw_table1``,
+``claims_table1``, and its LaTeX version ``write_latex``) and the Theorem 5 figure (``draw_hblt``,
+``claims_hblt``). Reads only the tables of ``featlearn.joma.table1``."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import pandas as pd
 import seaborn as sns
 
 from featlearn.claims import Claim, check
-from featlearn.io import atomic_open, write_text
-from featlearn.plotting import save_figure, set_style
+from featlearn.figure import Table
+from featlearn.io import write_text
+from featlearn.plotting import set_style
 
 PAPER = "joma"
 CELL = ["C", "n_ch", "n0", "n1"]
@@ -93,21 +95,45 @@ def _latex(summary: pd.DataFrame, caption: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def table1(cell_csvs: list[str], out_csv: str, out_tex: str, out_md: str, scale: str) -> list[Claim]:
-    df = pd.concat([pd.read_csv(p) for p in cell_csvs], ignore_index=True)
+def _summary(inputs: dict) -> pd.DataFrame:
+    df = pd.concat([pd.read_csv(p) for p in inputs["cells"]], ignore_index=True)
     df["trained"] = df["trained"].astype(str).str.lower() == "true"
-    summary = summarise(df)
-    with atomic_open(out_csv, newline="") as fh:
-        summary.to_csv(fh, index=False, float_format="%.6g")
+    return summarise(df)
+
+
+def _caption(summary: pd.DataFrame, scale: str) -> str:
     n_seeds = int(summary["n_seeds"].min())
-    caption = (f"JoMA Table 1 (scale: {scale}): NCorr between the latents of level s and their best-matched MLP neuron "
+    return (f"JoMA Table 1 (scale: {scale}): NCorr between the latents of level s and their best-matched MLP neuron "
                f"of block s, mean ± std over {n_seeds} seeds; d = {int(summary['d'].iloc[0])}, "
                f"{int(summary['steps'].iloc[0])} Adam steps at lr {summary['lr'].iloc[0]:g}; "
                f"paper: d = 1024, 5 seeds. Last column: largest population loss of a trained run above its floor "
                f"(classes with identical token sequences cannot be told apart).")
-    write_text(out_md, _markdown(summary, caption))
-    write_text(out_tex, _latex(summary, caption.replace("±", "$\\pm$")))
 
+
+def _csv_frame(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary with its floats written to 6 significant digits (missing values stay empty)."""
+    out = summary.copy()
+    for col in out.columns:
+        if pd.api.types.is_float_dtype(out[col]):
+            out[col] = out[col].map(lambda v: v if pd.isna(v) else "%.6g" % v).astype(object)
+    return out
+
+
+def draw_table1(inputs: dict, cfg: dict) -> Table:
+    """The summary (CSV: one row per cell and level) and the paper's layout with cells as rows (Markdown)."""
+    summary = _summary(inputs)
+    return Table(_csv_frame(summary), _markdown(summary, _caption(summary, cfg["scale"])))
+
+
+def write_latex(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Table 1 as a LaTeX table (output ``tex``; ``settings["scale"]`` names the configuration scale)."""
+    summary = _summary(inputs)
+    write_text(outputs["tex"], _latex(summary, _caption(summary, settings["scale"]).replace("±", "$\\pm$")))
+
+
+def claims_table1(inputs: dict, cfg: dict) -> list[Claim]:
+    scale = cfg["scale"]
+    summary = _summary(inputs)
     s0, s1 = (summary[summary["level"] == s].set_index(CELL) for s in (0, 1))
     gaps = summary["trained_mean"] - summary["untrained_mean"]
     return [
@@ -124,9 +150,16 @@ def table1(cell_csvs: list[str], out_csv: str, out_tex: str, out_md: str, scale:
     ]
 
 
-def hblt(csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
-    df = pd.read_csv(csv)
+def _hblt_table(inputs: dict) -> pd.DataFrame:
+    df = pd.read_csv(inputs["table"])
     df["z"] = (df["empirical"] - df["theory"]) / df["se"]
+    return df
+
+
+def draw_hblt(inputs: dict, cfg: dict):
+    """Theorem 5 against Monte Carlo per depth H, and the deviation in standard errors."""
+    scale = cfg["scale"]
+    df = _hblt_table(inputs)
     set_style()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     palette = sns.color_palette("viridis", df["rho"].nunique())
@@ -150,7 +183,12 @@ def hblt(csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
         ax.set_xticks(sorted(df["H"].unique()))
     fig.suptitle("JoMA Theorem 5: token co-occurrence in HBLT($\\rho$) falls with the depth of the common ancestor "
                  f"(scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
+    return fig
+
+
+def claims_hblt(inputs: dict, cfg: dict) -> list[Claim]:
+    scale = cfg["scale"]
+    df = _hblt_table(inputs)
     return [
         check(PAPER, "thm5_hblt", "Thm. 5", f"Monte Carlo P[y_l=1|y_m=1] matches Theorem 5 within {Z_MAX:g} standard errors "
               f"for every depth H ({len(df)} (rho, H) pairs)", "max |empirical - theory| / s.e.", df["z"].abs().max(), "<=",

@@ -14,13 +14,17 @@ from __future__ import annotations
 from featlearn.lm.train import train_from_files, write_table
 
 
-def run(settings: dict, dataset: str, train_pt: str, valid_pt: str, vocab_json: str, out_log: str, work_dir: str, device: str) -> None:
-    """Train one (layers, learning rate, seed) model and write its long log with the run's settings as columns."""
+def run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Train one (dataset, layers, learning rate, seed) model on the prepared ``train``, ``valid`` and
+    ``vocab`` inputs, resuming from ``ctx.work_dir``, and write its long log (output ``log``) with the
+    run's settings as columns."""
+    settings = dict(settings)
+    dataset = settings.pop("dataset")
     tag = f" {dataset} {settings['n_layer']}L lr{settings['lr']:g} seed{settings['seed']}"
-    out = train_from_files({**settings, "optimizer": "adam"}, train_pt, valid_pt, vocab_json, work_dir, device, tag=tag)
+    out = train_from_files({**settings, "optimizer": "adam"}, inputs["train"], inputs["valid"], inputs["vocab"], ctx.work_dir, ctx.device, tag=tag)
     log = out["log"]
     log.insert(0, "seed", settings["seed"])
     log.insert(0, "lr", settings["lr"])
     log.insert(0, "n_layer", settings["n_layer"])
     log.insert(0, "dataset", dataset)
-    write_table(log, out_log)
+    write_table(log, outputs["log"])

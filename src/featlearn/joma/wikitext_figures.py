@@ -14,7 +14,7 @@ import seaborn as sns
 
 from featlearn.claims import Claim, check
 from featlearn.lm.attention import uniform_causal_entropy
-from featlearn.plotting import save_figure, set_style
+from featlearn.plotting import set_style
 
 PAPER = "joma"
 DROP, REBOUND = 0.1, 0.05  # reference, claim 6
@@ -60,31 +60,52 @@ def best_val_loss(df: pd.DataFrame, dataset: str, n_layer: int, lr: float) -> fl
     return float(v.groupby("step")["value"].mean().min())
 
 
-def fig6(tables: list[str], figures: list[str], rank_figures: list[str], scale: str, dpi: int, lr: float, bptt: int) -> list[Claim]:
-    df = read_logs(tables)
-    df = df[np.isclose(df["lr"], lr)]
-    bound = uniform_causal_entropy(bptt)
+def _fig6_logs(inputs: dict, lr: float) -> pd.DataFrame:
+    df = read_logs(inputs["logs"])
+    return df[np.isclose(df["lr"], lr)]
+
+
+def _draw_6(inputs: dict, cfg: dict, metric: str, ylabel: str, what: str):
+    """One panel per (dataset, depth) of ``metric`` per layer at Fig. 6's learning rate."""
+    lr, scale = cfg["lr"], cfg["scale"]
+    df = _fig6_logs(inputs, lr)
+    bound = uniform_causal_entropy(cfg["bptt"]) if metric == "attention_entropy" else None
     set_style()
     datasets = sorted(df["dataset"].unique())
     layers = sorted(df["n_layer"].unique())
-    claims: list[Claim] = []
-    for metric, files, ylabel in (("attention_entropy", figures, "attention entropy (nats)"), ("stable_rank", rank_figures, "stable rank of FFN up-projection")):
-        c = curves(df, metric)
-        fig, axes = plt.subplots(len(datasets), len(layers), figsize=(3.4 * len(layers), 2.9 * len(datasets)), layout="constrained", squeeze=False)
-        for r, ds in enumerate(datasets):
-            for k, L in enumerate(layers):
-                ax = axes[r, k]
-                _draw_layers(ax, c[(c["dataset"] == ds) & (c["n_layer"] == L)], bound if metric == "attention_entropy" else None)
-                ax.set_title(f"{ds}, {L} layer{'s' if L > 1 else ''}, best val {best_val_loss(df, ds, L, lr):.2f}", fontsize=9)
-                ax.set_xlabel("iteration")
-                if k == 0:
-                    ax.set_ylabel(ylabel)
-                if L == max(layers) and r == 0:
-                    ax.legend(fontsize=6, ncol=2)
-        what = "attention entropy per layer (dashed: uniform causal bound)" if metric == "attention_entropy" else "stable rank per layer"
-        fig.suptitle(f"JoMA Fig. 6: {what}, Adam lr {lr:g}, mean over seeds (scale: {scale})")
-        save_figure(fig, *files, dpi=dpi)
+    c = curves(df, metric)
+    fig, axes = plt.subplots(len(datasets), len(layers), figsize=(3.4 * len(layers), 2.9 * len(datasets)), layout="constrained", squeeze=False)
+    for r, ds in enumerate(datasets):
+        for k, L in enumerate(layers):
+            ax = axes[r, k]
+            _draw_layers(ax, c[(c["dataset"] == ds) & (c["n_layer"] == L)], bound)
+            ax.set_title(f"{ds}, {L} layer{'s' if L > 1 else ''}, best val {best_val_loss(df, ds, L, lr):.2f}", fontsize=9)
+            ax.set_xlabel("iteration")
+            if k == 0:
+                ax.set_ylabel(ylabel)
+            if L == max(layers) and r == 0:
+                ax.legend(fontsize=6, ncol=2)
+    fig.suptitle(f"JoMA Fig. 6: {what}, Adam lr {lr:g}, mean over seeds (scale: {scale})")
+    return fig
 
+
+def draw_6(inputs: dict, cfg: dict):
+    return _draw_6(inputs, cfg, "attention_entropy", "attention entropy (nats)",
+                   "attention entropy per layer (dashed: uniform causal bound)")
+
+
+def draw_6_stable_rank(inputs: dict, cfg: dict):
+    """Fig. 6's companion: the stable rank of each layer's FFN up-projection over the same runs."""
+    return _draw_6(inputs, cfg, "stable_rank", "stable rank of FFN up-projection", "stable rank per layer")
+
+
+def claims_6(inputs: dict, cfg: dict) -> list[Claim]:
+    lr, scale = cfg["lr"], cfg["scale"]
+    df = _fig6_logs(inputs, lr)
+    bound = uniform_causal_entropy(cfg["bptt"])
+    datasets = sorted(df["dataset"].unique())
+    layers = sorted(df["n_layer"].unique())
+    claims: list[Claim] = []
     c = curves(df, "attention_entropy")
     for ds in datasets:
         sub = c[c["dataset"] == ds]
@@ -112,16 +133,21 @@ def fig6(tables: list[str], figures: list[str], rank_figures: list[str], scale: 
     return claims
 
 
-def fig8(tables: list[str], figures: list[str], scale: str, dpi: int, n_layer: int, bptt: int) -> list[Claim]:
-    df = read_logs(tables)
+def _fig8_logs(inputs: dict, n_layer: int):
+    df = read_logs(inputs["logs"])
     df = df[df["n_layer"] == n_layer]
-    bound = uniform_causal_entropy(bptt)
-    c = curves(df, "attention_entropy")
-    set_style()
-    datasets = sorted(df["dataset"].unique())
-    lrs = sorted(df["lr"].unique())
-    fig, axes = plt.subplots(len(datasets), len(lrs), figsize=(2.9 * len(lrs), 2.8 * len(datasets)), layout="constrained", squeeze=False, sharey=True)
+    datasets, lrs = sorted(df["dataset"].unique()), sorted(df["lr"].unique())
     best = {(ds, lr): best_val_loss(df, ds, n_layer, lr) for ds in datasets for lr in lrs}
+    return df, curves(df, "attention_entropy"), datasets, lrs, best
+
+
+def draw_8(inputs: dict, cfg: dict):
+    """Attention entropy per layer of the ``n_layer``-layer model, one panel per (dataset, lr)."""
+    n_layer, scale = cfg["n_layer"], cfg["scale"]
+    bound = uniform_causal_entropy(cfg["bptt"])
+    df, c, datasets, lrs, best = _fig8_logs(inputs, n_layer)
+    set_style()
+    fig, axes = plt.subplots(len(datasets), len(lrs), figsize=(2.9 * len(lrs), 2.8 * len(datasets)), layout="constrained", squeeze=False, sharey=True)
     for r, ds in enumerate(datasets):
         for k, lr in enumerate(lrs):
             ax = axes[r, k]
@@ -132,8 +158,12 @@ def fig8(tables: list[str], figures: list[str], scale: str, dpi: int, n_layer: i
                 ax.set_ylabel(f"{ds}\nattention entropy (nats)")
     axes[0, -1].legend(fontsize=6, ncol=2)
     fig.suptitle(f"JoMA Fig. 8: {n_layer}-layer WikiText LM across Adam learning rates (scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
+    return fig
 
+
+def claims_8(inputs: dict, cfg: dict) -> list[Claim]:
+    n_layer, scale = cfg["n_layer"], cfg["scale"]
+    df, c, datasets, lrs, best = _fig8_logs(inputs, n_layer)
     claims: list[Claim] = []
     for ds in datasets:
         def layer_curves(lr):

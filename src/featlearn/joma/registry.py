@@ -1,0 +1,227 @@
+"""What JoMA computes, draws and checks: its compute jobs and figures (read by Snakemake and Python).
+
+Fig. 4 and Theorem 2 are the dynamics of Sec. 3-4; Figs. 2-3 the joint MLP/attention simulations (Theorem
+1); Table 1 and the Theorem 5 figure (``hblt``) the hierarchical data of Sec. 5; Figs. 6 and 8 WikiText
+language models trained here; Fig. 7 public checkpoints. Settings come from ``config["joma"]`` (and
+``config["data"]["offline"]`` for the checkpoints); a figure's settings are the part of the config it reads.
+
+Two figures have rules written by hand in ``workflow/rules/joma.smk``, from the records declared here
+(:attr:`JomaRegistry.hand_written`): ``fig_joma_6`` draws two figures (attention entropy and stable
+rank) and ``table_joma_1`` writes a LaTeX table beside its CSV and Markdown; the base figure rule writes
+one drawing, or a table as CSV and Markdown only. Their claims tables keep their place in claims.csv.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from featlearn.registry import CHECK, FIGURE, TABLE, Figure, Job, PaperRegistry, Paths, Resources
+
+PAPER = "joma"
+DYNAMICS_CODE = ("joma/dynamics.py", "joma/experiments.py")
+DYNAMICS_PLOT = ("joma/figures.py", "plotting.py", "claims.py")
+SIM_CODE = ("joma/attention_sim.py",)
+SIM_PLOT = ("joma/attention_sim_figures.py", "plotting.py", "claims.py")
+LM_CODE = ("lm", "joma/wikitext.py")
+LM_PLOT = ("joma/wikitext_figures.py", "lm/attention.py", "plotting.py", "claims.py")
+HIER_CODE = ("joma/hierarchy.py", "joma/table1.py")
+HIER_PLOT = ("joma/table1_figures.py", "plotting.py", "claims.py")
+CKPT_CODE = ("joma/checkpoints.py", "lm/rank.py", "lm/attention.py")
+CKPT_PLOT = ("joma/checkpoints_figures.py", "plotting.py", "claims.py")
+BPTT = 35  # tutorial recipe; the uniform causal entropy bound 2.632 is for this window
+CHECKPOINT_SETTINGS = ("cache_dir", "window", "windows", "batch_size", "max_words", "dtype")
+
+
+@dataclass(frozen=True)
+class RenamedFigure(Figure):
+    """A figure whose files are not named ``fig<id>``: Theorem 5's figure keeps ``hblt.png`` and the log
+    ``fig_hblt.log`` (the record has no field for either)."""
+
+    file_stem: str = ""
+    log_name: str = ""
+
+    @property
+    def stem(self) -> str:
+        return self.file_stem
+
+    @property
+    def log_stem(self) -> str:
+        return self.log_name
+
+
+@dataclass(frozen=True)
+class JomaRegistry(PaperRegistry):
+    """The paper's registry plus the figures whose rules joma.smk writes by hand. ``declared`` holds every
+    figure in the order of the paper's claims.csv, hand-written ones included."""
+
+    declared: tuple[Figure, ...] = ()
+
+    @property
+    def hand_written(self) -> tuple[Figure, ...]:
+        return tuple(f for f in self.declared if f not in self.figures)
+
+    def hand_written_figure(self, fig_id: str) -> Figure | None:
+        """The hand-written figure ``fig_id``, or None when this run leaves it out."""
+        return next((f for f in self.hand_written if f.id == fig_id), None)
+
+    def claim_tables(self, paths: Paths) -> list[str]:
+        return [f.claims_file(paths) for f in self.declared if f.claims] + list(self.job_claims)
+
+
+def figure_command(fig: Figure, figures: str, claims: bool = True, draw: str | None = None) -> str:
+    """Shell command of a hand-written figure rule: `python -m featlearn figure` for record ``fig``, drawing
+    with ``draw`` (default the record's function) into ``figures`` (the rule's outputs, as shell text) and,
+    with ``claims``, writing the record's claims to ``{output.claims}``. The rule has params inputs,
+    settings, scale and dpi, as the base figure rule does."""
+    return (
+        f"python -m featlearn figure --draw={draw or fig.draw}"
+        f" --claims-fn={fig.claims if claims else ''} --inputs {{params.inputs:q}}"
+        f" --settings {{params.settings:q}} --figures {figures}"
+        f" --claims={'{output.claims}' if claims else ''} --scale {{params.scale}} --dpi {{params.dpi}}"
+    )
+
+
+def lm_log(paths: Paths, dataset: str, n_layer: int, lr: float, seed: int) -> str:
+    """Long log of one WikiText run (``lr`` formatted with :g, as the rule's wildcard)."""
+    return paths.paper(PAPER, "wikitext", dataset, f"L{n_layer}_lr{lr:g}_s{seed}.csv")
+
+
+def registry(config: dict, paths: Paths, dataset_on) -> JomaRegistry:
+    from featlearn.workflow import pretrained_checkpoints
+
+    cfg = config[PAPER]
+    out = lambda *parts: paths.paper(PAPER, *parts)  # noqa: E731
+
+    def job(name, run, outputs, settings, code, *, stem=None, threads=1, mem_mb=2000, runtime=10, gpu=False, **kw):
+        return Job(
+            name=f"joma_{name}",
+            paper=PAPER,
+            run=run,
+            outputs=outputs,
+            settings=settings,
+            stem=stem or name,
+            code=code,
+            threads=threads,
+            resources=Resources(mem_mb=mem_mb, runtime=runtime, gpu=gpu),
+            **kw,
+        )
+
+    def figure(fig_id, module, inputs, code, *, claims=True, settings=None, kind=FIGURE, name=None, cls=Figure, **kw):
+        """Figure ``fig_id`` drawn by ``draw_<name>`` and checked by ``claims_<name>`` of joma/<module>.py."""
+        name = name or fig_id
+        return cls(
+            paper=PAPER,
+            id=fig_id,
+            inputs=inputs,
+            code=code,
+            draw=None if kind == CHECK else f"featlearn.joma.{module}:draw_{name}",
+            claims=f"featlearn.joma.{module}:claims_{name}" if claims else None,
+            settings=settings or {},
+            kind=kind,
+            **kw,
+        )
+
+    # Dynamics (Fig. 4, Theorem 2) and the joint MLP/attention simulations (Figs. 2-3).
+    ex, sim, t1 = "featlearn.joma.experiments", "featlearn.joma.attention_sim", "featlearn.joma.table1"
+    eq6 = job("eq6", f"{ex}:eq6_tables", {"discrete": out("eq6_discrete.csv"), "exact": out("eq6_exact.csv")}, cfg["eq6"], DYNAMICS_CODE)
+    theorem2 = job("theorem2", f"{ex}:theorem2_table", {"table": out("theorem2.csv")}, cfg["theorem2"], DYNAMICS_CODE, mem_mb=1000)
+    softmax = job("sim_softmax", f"{sim}:softmax_tables",
+                  {"steps": out("sim_softmax_steps.csv"), "matrices": out("sim_softmax_matrices.csv"), "v0": out("sim_softmax_v0.csv")},
+                  cfg["sim_softmax"], SIM_CODE, threads=cfg["sim_softmax"]["threads"], mem_mb=1000)
+    exp = job("sim_exp", f"{sim}:exp_tables", {"steps": out("sim_exp.csv")}, cfg["sim_exp"], SIM_CODE,
+              threads=cfg["sim_exp"]["threads"], mem_mb=1000)
+
+    # Table 1: one training job per grid cell (C, N_ch, N_0, N_1), all seeds in it; Theorem 5 by Monte Carlo.
+    t1_cfg = cfg["table1"]
+    t1_common = {k: v for k, v in t1_cfg.items() if k not in ("grid", "threads")}
+    cell = "cell_C{C}_nch{n_ch}_n{n0}-{n1}"
+    table1_cell = job(
+        "table1_cell", f"{t1}:table1_cell", {"cell": out("table1", f"{cell}.csv")},
+        lambda wc: {**t1_common, "C": int(wc.C), "n_ch": int(wc.n_ch), "n0": int(wc.n0), "n1": int(wc.n1)},
+        HIER_CODE, stem=f"table1/{cell}", threads=t1_cfg["threads"], runtime=60, gpu=True,
+        wildcards={"C": r"\d+", "n_ch": r"\d+", "n0": r"\d+", "n1": r"\d+"},
+    )
+    cells = [
+        out("table1", f"cell_C{C}_nch{k}_n{a}-{b}.csv")
+        for C in t1_cfg["grid"]["C"]
+        for k in t1_cfg["grid"]["n_ch"]
+        for a, b in t1_cfg["grid"]["n"]
+    ]
+    hblt = job("hblt", f"{t1}:hblt_tables", {"table": out("hblt.csv")}, cfg["hblt"], HIER_CODE)
+
+    # Public checkpoints (Fig. 7): one job per (model, revision) that is cached or downloadable.
+    pre = cfg["pretrained"]
+    ckpt_settings = {k: pre[k] for k in CHECKPOINT_SETTINGS} | {"offline": config["data"]["offline"]}
+    checkpoint = job(
+        "checkpoint", "featlearn.joma.checkpoints:analyse_checkpoint", {"table": out("pretrained", "{model}", "{revision}.csv")},
+        lambda wc: {**ckpt_settings, "model": wc.model, "revision": wc.revision}, CKPT_CODE,
+        stem="pretrained/{model}/{revision}", threads=pre["threads"], mem_mb=pre["mem_mb"], runtime=30, gpu=True,
+        inputs={"valid": paths.prepared(pre["dataset"], "valid.pt"), "vocab": paths.prepared(pre["dataset"], "vocab.json")},
+        wildcards={"model": r"[A-Za-z0-9._-]+", "revision": r"[A-Za-z0-9._-]+"},
+    )
+
+    # WikiText language models (Figs. 6, 8): one training job per (dataset, layers, lr, seed); the
+    # 5-layer run at Fig. 6's learning rate serves both figures.
+    wiki = cfg["wikitext"]
+    wiki_settings = {k: wiki[k] for k in ("dropout", "iterations", "log_every", "checkpoint_every", "val_windows")} | {"bptt": BPTT}
+    run_name = "{dataset}/L{n_layer}_lr{lr}_s{seed}"
+    wikitext = job(
+        "wikitext", "featlearn.joma.wikitext:run", {"log": out("wikitext", f"{run_name}.csv")},
+        lambda wc: {**wiki_settings, "dataset": wc.dataset, "n_layer": int(wc.n_layer), "lr": float(wc.lr), "seed": int(wc.seed)},
+        LM_CODE, stem=f"wikitext/{run_name}", threads=cfg["threads"], mem_mb=6000, gpu=True,
+        # per-depth run time: a callable resource, which Snakemake evaluates per job
+        runtime=lambda wc: 60 + 2 * int(wc.n_layer),
+        inputs={k: paths.prepared("{dataset}", f) for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))},
+        wildcards={"dataset": "wikitext2|wikitext103", "n_layer": r"\d+", "lr": r"[0-9.e+-]+", "seed": r"\d+"},
+        work_dir=lambda wc: out("wikitext", wc.dataset, f"L{wc.n_layer}_lr{wc.lr}_s{wc.seed}.resume"),
+    )
+    jobs = [eq6, theorem2, softmax, exp, table1_cell, hblt, checkpoint, wikitext]
+
+    sim_grid = {"softmax": {k: cfg["sim_softmax"][k] for k in ("settings", "seeds")},
+                "exp": {k: cfg["sim_exp"][k] for k in ("settings", "seeds", "lrs")}}
+    declared = [
+        figure("2", "attention_sim_figures", {"steps": softmax.outputs["steps"], "matrices": softmax.outputs["matrices"],
+                                              "exp": exp.outputs["steps"]}, SIM_PLOT, settings=sim_grid),
+        figure("3", "attention_sim_figures", {"matrices": softmax.outputs["matrices"], "v0": softmax.outputs["v0"]}, SIM_PLOT,
+               claims=False),
+        figure("4", "figures", dict(eq6.outputs), DYNAMICS_PLOT,
+               settings={k: cfg["eq6"][k] for k in ("log_every", "converge_tol")}),
+        figure("theorem2", "figures", dict(theorem2.outputs), DYNAMICS_PLOT, kind=CHECK),
+    ]
+    skipped = {}
+    datasets = [d for d in wiki["datasets"] if dataset_on(d)]
+    if datasets:
+        f6, f8 = wiki["fig6"], wiki["fig8"]
+        declared += [
+            figure("6", "wikitext_figures", {"logs": [lm_log(paths, d, L, f6["lr"], s) for d in datasets for L in f6["layers"] for s in wiki["seeds"]]},
+                   LM_PLOT, settings={"lr": f6["lr"], "bptt": BPTT}),
+            figure("8", "wikitext_figures", {"logs": [lm_log(paths, d, f8["n_layer"], lr, s) for d in datasets for lr in f8["lrs"] for s in wiki["seeds"]]},
+                   LM_PLOT, settings={"n_layer": f8["n_layer"], "bptt": BPTT}),
+        ]
+    else:
+        skipped["joma Figs. 6, 8"] = f"none of the WikiText datasets {wiki['datasets']} is available"
+    declared += [
+        figure("1", "table1_figures", {"cells": cells}, HIER_PLOT, kind=TABLE, name="table1"),
+        figure("hblt", "table1_figures", dict(hblt.outputs), HIER_PLOT, cls=RenamedFigure, file_stem="hblt", log_name="fig_hblt"),
+    ]
+
+    ckpts, ckpt_skipped = pretrained_checkpoints(pre, config["data"]["offline"])
+    ckpt_on = bool(ckpts) and dataset_on(pre["dataset"])
+    if ckpt_on:
+        declared.append(figure("7", "checkpoints_figures", {"tables": [out("pretrained", m, f"{r}.csv") for m, r in ckpts]}, CKPT_PLOT))
+    if ckpt_skipped:
+        n = len(ckpt_skipped) + len(ckpts)
+        skipped["joma Fig. 7" if not ckpts else "joma Fig. 7 checkpoints"] = (
+            f"{len(ckpt_skipped)} of {n} checkpoints left out; first: {ckpt_skipped[0]}"
+        )
+    elif not ckpt_on:
+        skipped["joma Fig. 7"] = f"dataset {pre['dataset']} (validation text) is not available"
+
+    hand_written = {"6", "1"}
+    return JomaRegistry(
+        PAPER,
+        jobs=tuple(jobs),
+        figures=tuple(f for f in declared if f.id not in hand_written),
+        skipped=skipped,
+        declared=tuple(declared),
+    )
