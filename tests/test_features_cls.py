@@ -11,10 +11,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from featlearn.compute import Context
 from featlearn.features import experiments as ex
 from featlearn.features import figures as F
-from featlearn.features.extract import extract_table
+from featlearn.features.extract import extract_table, write_csv
 from featlearn.features.simulate import theory_job
+from featlearn.figure import write_outputs
 
 ROWS = [
     (1, "a good film"), (1, "good fun"), (1, "great good plot"), (1, "good great"), (1, "not bad"), (1, "good good"), (1, "so good"),
@@ -35,6 +37,11 @@ def _write_prepared(folder: Path, splits: dict[str, list[tuple[int, str]]]) -> P
         words |= {w for _, t in rows for w in t.split()}
     (folder / "vocab.json").write_text(json.dumps(["<pad>", "unk", "<eos>"] + sorted(words)))
     return folder
+
+
+def _split_inputs(folder: Path) -> dict[str, str]:
+    """The named inputs of a training job: a prepared dataset's splits and vocabulary."""
+    return {**{s: str(folder / f"{s}.tsv") for s in ("train", "dev", "test")}, "vocab": str(folder / "vocab.json")}
 
 
 def _ag_rows(n: int, seed: int) -> list[tuple[int, str]]:
@@ -114,28 +121,31 @@ def test_agnews_path_on_a_fixture(tmp_path, one_thread):
     data = _write_prepared(tmp_path / "prepared" / "ag_news",
                            {"train": _ag_rows(80, 0), "dev": _ag_rows(20, 1), "test": _ag_rows(20, 2)})
     extracted = tmp_path / "extracted" / "ag_news.csv"
-    ex._write_csv(extract_table(EXTRACT_CFG, "ag_news", _ag_rows(80, 0)), str(extracted))
+    write_csv(extract_table(EXTRACT_CFG, "ag_news", _ag_rows(80, 0)), str(extracted))
     job = tmp_path / "train" / "ag_news_sa"
-    outs = [str(job / f"{t}.csv") for t in ("scores", "metrics", "summary")]
-    ex.train_job(_job_cfg("ag_news", "sa", "tokens"), str(data), str(extracted), *outs)
-    scores = pd.read_csv(outs[0])
+    outs = {t: str(job / f"{t}.csv") for t in ("scores", "metrics", "summary")}
+    inputs = {**_split_inputs(data), "extracted": str(extracted)}
+    ex.train_job(_job_cfg("ag_news", "sa", "tokens"), inputs, outs, Context())
+    scores = pd.read_csv(outs["scores"])
     assert sorted(scores["out"].unique()) == [0, 1, 2, 3] and scores["epoch"].min() == 0
-    summary = pd.read_csv(outs[2])
+    summary = pd.read_csv(outs["summary"])
     assert len(summary) == 2 and (summary["test_accuracy"] > 0.9).all()
     png = tmp_path / "fig4.png"
-    claims = F.make("4", outs + [str(extracted)], [str(png)], {}, "test", 40)
+    tables = {**{f"ag_news_sa_{t}": p for t, p in outs.items()}, "extracted_ag_news": str(extracted)}
+    write_outputs(F.draw_4(tables, {"scale": "test"}), [str(png)], 40)
+    claims = F.claims_4(tables, {"scale": "test"})
     assert png.stat().st_size > 1000
     (claim,) = claims
     assert claim.claim_id == "6-agnews-sa" and claim.measured == 4 and claim.passed
 
 
 def test_training_job_is_deterministic(tmp_path, one_thread):
-    outs = [[str(tmp_path / run / f"{t}.csv") for t in ("scores", "metrics", "summary")] for run in ("a", "b")]
+    outs = [{t: str(tmp_path / run / f"{t}.csv") for t in ("scores", "metrics", "summary")} for run in ("a", "b")]
     for o in outs:
-        ex.train_job(_job_cfg("synthetic", "lrnn", "positions"), None, None, *o)
-    for a, b in zip(*outs):
-        assert Path(a).read_bytes() == Path(b).read_bytes()
-    scores = pd.read_csv(outs[0][0])
+        ex.train_job(_job_cfg("synthetic", "lrnn", "positions"), {}, o, Context())
+    for t in outs[0]:
+        assert Path(outs[0][t]).read_bytes() == Path(outs[1][t]).read_bytes()
+    scores = pd.read_csv(outs[0]["scores"])
     assert set(scores["k"]) == {0, 2, 4} and set(scores["probe"]) == {"position"}
 
 
@@ -143,12 +153,13 @@ def test_theory_job_shows_the_relu_bias(tmp_path, one_thread):
     rows = ROWS * 3
     data = _write_prepared(tmp_path / "sst", {"train": rows, "dev": rows[:4], "test": rows[:4]})
     extracted = tmp_path / "extracted" / "sst.csv"
-    ex._write_csv(extract_table(EXTRACT_CFG, "sst", rows), str(extracted))
+    write_csv(extract_table(EXTRACT_CFG, "sst", rows), str(extracted))
     cfg = {"models": ["mlp-relu", "mlp-tanh", "sa"], "steps": 400, "log_every": 100, "geometric_logs": 3,
            "sa_samples": 8, "seed": 1,
            "sigma_e": 0.1, "sigma_w": 0.1, "d": 16, "sigma_v": [0.1, 0.001], "max_train": 0, "subsample_seed": 1}
     curves, scores = tmp_path / "curves.csv", tmp_path / "scores.csv"
-    theory_job(cfg, str(data), str(extracted), str(curves), str(scores))
+    theory_job(cfg, {"train": str(data / "train.tsv"), "vocab": str(data / "vocab.json"), "extracted": str(extracted)},
+               {"curves": str(curves), "scores": str(scores)}, Context())
     c = pd.read_csv(curves)
     assert set(c["model"]) == {"mlp-relu", "mlp-tanh", "sa"} and sorted(c["step"].unique()) == [0, 1, 20, 100, 200, 300, 400]
     last = c[c["step"] == 400].set_index(["model", "sigma_v"])
@@ -200,7 +211,9 @@ def test_lrnn_position_claims_on_planted_table(tmp_path):
         path = tmp_path / "train" / "synthetic_lrnn" / "scores.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
         table(sizes).to_csv(path, index=False)
-        claims = F.make("12", [str(path)], [str(tmp_path / "fig12.png")], {}, "test", 40)
+        tables, cfg = {"synthetic_lrnn_scores": str(path)}, {"ks": [0, 2, 4], "distance": 2, "scale": "test"}
+        write_outputs(F.draw_12(tables, cfg), [str(tmp_path / "fig12.png")], 40)
+        claims = F.claims_12(tables, cfg)
         assert [c.claim_id for c in claims] == ["8-lrnn-k2-signs", "8-lrnn-k2-vs-k0", "8-lrnn-k2-vs-k4"]
         assert [c.passed for c in claims] == expect
 
@@ -216,7 +229,9 @@ def test_table3_claims_on_planted_summaries(tmp_path):
     path.parent.mkdir(parents=True)
     pd.DataFrame(rows).to_csv(path, index=False)
     files = [str(tmp_path / "t3.csv"), str(tmp_path / "t3.md")]
-    claims = {c.claim_id: c for c in F.make("table3", [str(path)], files, {"sigma_v": [0.1, 0.001]}, "test", 40)}
+    tables, cfg = {"sst_mlp_summary": str(path)}, {"sigma_v": [0.1, 0.001], "scale": "test"}
+    write_outputs(F.draw_table3(tables, cfg), files, 40)
+    claims = {c.claim_id: c for c in F.claims_table3(tables, cfg)}
     assert claims["4-sst-relu-drop"].measured == pytest.approx(13.0) and claims["4-sst-relu-drop"].passed
     assert claims["4-sst-tanh-stable"].passed and not claims["4-sst-silu-stable"].passed
     # largest distance to the paper's Table 3: relu I valid 80 vs 78.4 ... silu II test 77 vs 79.9
@@ -229,13 +244,15 @@ def test_table3_claims_on_planted_summaries(tmp_path):
 
 def test_table6_and_claim1(tmp_path):
     extracted = tmp_path / "extracted" / "sst.csv"
-    ex._write_csv(pd.DataFrame({"kind": "token", "unit": [f"w{i}" for i in range(677)],
+    write_csv(pd.DataFrame({"kind": "token", "unit": [f"w{i}" for i in range(677)],
                                 "cls": [1] * 410 + [0] * 267, "polarity": [1] * 410 + [-1] * 267}), str(extracted))
     stats = tmp_path / "sst" / "stats.json"
     stats.parent.mkdir()
     stats.write_text(json.dumps({"splits": {"train": {"n": 6920}, "dev": {"n": 872}, "test": {"n": 1820}}}))
     files = [str(tmp_path / "t6.csv"), str(tmp_path / "t6.md")]
-    claims = {c.claim_id: c for c in F.make("table6", [str(extracted), str(stats)], files, {}, "test", 40)}
+    tables, cfg = {"extracted_sst": str(extracted), "stats_sst": str(stats)}, {"scale": "test"}
+    write_outputs(F.draw_table6(tables, cfg), files, 40)
+    claims = {c.claim_id: c for c in F.claims_table6(tables, cfg)}
     assert claims["1-sst-train-size"].passed and not claims["1-sst-test-size"].passed
     assert claims["1-sst-pos-tokens"].passed and claims["1-sst-neg-tokens"].passed
     assert pd.read_csv(files[0])["measured"].tolist() == [267, 410]
@@ -246,23 +263,35 @@ def test_cli_extract_and_bad_inputs(tmp_path):
 
     train = _write_prepared(tmp_path / "sst", {"train": ROWS}) / "train.tsv"
     out = tmp_path / "extracted" / "sst.csv"
-    assert main(["features-compute", "--experiment", "extract", "--dataset", "sst", "--settings",
-                 json.dumps(EXTRACT_CFG), "--inputs", str(train), "--out", str(out)]) == 0
+    assert main(["compute", "--run", "featlearn.features.extract:extract_job", "--settings",
+                 json.dumps({**EXTRACT_CFG, "dataset": "sst"}), "--inputs", json.dumps({"train": str(train)}),
+                 "--outputs", json.dumps({"extracted": str(out)}), "--threads", "1", "--device", "cpu"]) == 0
     assert "good" in set(pd.read_csv(out)["unit"])
     with pytest.raises(ValueError, match="unrecognised input"):
-        F.Inputs([str(tmp_path / "something.csv")])
+        F.Inputs({"something": str(tmp_path / "something.csv")})
     with pytest.raises(ValueError, match="missing input"):
-        F.Inputs([]).job("sst_mlp")
-    with pytest.raises(ValueError, match="unknown figure"):
-        F.make("99", [], [], {}, "test", 40)
+        F.Inputs({}).job("sst_mlp")
+    with pytest.raises(KeyError, match="has no figure"):
+        _registry(lambda d: True).figure("99")
     with pytest.raises(ValueError, match="unknown training settings"):
         ex.train_job({**_job_cfg("synthetic", "lrnn", "positions"), "settings": {"kind": "lrnn", "bogus": 1}},
-                     None, None, *(str(tmp_path / f"{t}.csv") for t in "abc"))
+                     {}, {t: str(tmp_path / f"{t}.csv") for t in ("scores", "metrics", "summary")}, Context())
     assert not math.isnan(F.token_stats(pd.DataFrame({"seed": [1, 1], "score": [1.0, -1.0], "polarity": [1, -1]}))["beta"])
 
 
+def _registry(dataset_on):
+    import yaml
+
+    from featlearn.features.registry import registry
+    from featlearn.registry import Paths
+
+    config = yaml.safe_load((Path(__file__).parents[1] / "config" / "config.yaml").read_text())
+    return registry(config, Paths("results"), dataset_on)
+
+
 def test_job_table_settings_and_inputs():
-    from featlearn.features import jobs as FJ
+    from featlearn.features import registry as R
+    from featlearn.registry import Paths
 
     cls = {
         "activations": ["relu", "tanh"], "sigma_v": [0.1, 0.001], "threads": 1, "adam_lr": 1e-3, "adam_epochs": 5,
@@ -270,24 +299,48 @@ def test_job_table_settings_and_inputs():
         "datasets": {d: {"epochs": 3, "lr": 0.01, "seeds": 2, "max_train": 0, "max_eval": 0, "max_len": 0}
                      for d in ("sst", "sstwsub", "imdb", "ag_news", "synthetic")},
     }
-    mlp = FJ.job_settings(cls, "sst_mlp", 7, "cpu")
+    mlp = R.job_settings(cls, "sst_mlp", 7)
     assert mlp["activations"] == ["relu", "tanh"] and mlp["sigma_v"] == [0.1, 0.001] and mlp["seeds"] == [7, 8]
     assert mlp["settings"]["kind"] == "mlp" and mlp["settings"]["lr"] == 0.01
-    adam = FJ.job_settings(cls, "sst_mlp_adam", 7, "cpu")
+    adam = R.job_settings(cls, "sst_mlp_adam", 7)
     assert adam["settings"]["optimizer"] == "adam" and adam["settings"]["lr"] == 1e-3 and adam["activations"] == ["relu"]
     assert adam["settings"]["epochs"] == 5 and mlp["settings"]["epochs"] == 3
-    assert FJ.job_settings(cls, "sst_mv", 7, "cpu")["sigma_v"] == [0.1]
+    assert R.job_settings(cls, "sst_mv", 7)["sigma_v"] == [0.1]
     with pytest.raises(ValueError, match="unknown training job"):
-        FJ.job_settings(cls, "sst_rnn", 7, "cpu")
-    assert FJ.job_inputs("synthetic_lrnn", "p", "f") == []
-    assert FJ.job_inputs("imdb_sa", "p", "f")[-2:] == ["p/imdb/vocab.json", "f/extracted/imdb.csv"]
-    fig2 = FJ.figure_inputs("2", "f")
-    assert "f/train/sst_sa_mlp/scores.csv" in fig2 and "f/theory/curves.csv" in fig2 and "f/extracted/sst.csv" in fig2
-    assert FJ.table_inputs("3", "f", ["sst", "sstwsub", "imdb"]) == ["f/train/sst_mlp/summary.csv",
-                                                                     "f/train/imdb_mlp/summary.csv"]
-    assert len(FJ.table_inputs("5", "f", ["sst"])) == 5
+        R.job_settings(cls, "sst_rnn", 7)
+    paths = Paths("r")
+    assert R.job_inputs("synthetic_lrnn", paths) == {}
+    imdb = R.job_inputs("imdb_sa", paths)
+    assert imdb["vocab"] == "r/data/prepared/imdb/vocab.json" and imdb["extracted"] == "r/features/extracted/imdb.csv"
+    fig2 = R.figure_inputs("2", paths)
+    assert fig2["sst_sa_mlp_scores"] == "r/features/train/sst_sa_mlp/scores.csv"
+    assert fig2["theory_curves"] == "r/features/theory/curves.csv" and fig2["extracted_sst"] == "r/features/extracted/sst.csv"
+    assert list(R.table_inputs("3", paths, ["sst", "sstwsub", "imdb"]).values()) == [
+        "r/features/train/sst_mlp/summary.csv", "r/features/train/imdb_mlp/summary.csv"]
+    assert len(R.table_inputs("5", paths, ["sst"])) == 5
+    # every figure's inputs are names the figures read
+    for n in R.FIGURES:
+        F.Inputs(R.figure_inputs(n, paths))
+    for n in ("3", "5", "6"):
+        F.Inputs(R.table_inputs(n, paths, list(R.DATASETS)))
     # every job a figure reads exists, and every model kind is one the trainer knows
     from featlearn.features.models import KINDS
 
-    assert all(j in FJ.JOBS for _, jobs in FJ.FIGURES.values() for j in jobs)
-    assert all(kind in KINDS for _, kind, *_ in FJ.JOBS.values())
+    assert all(j in R.JOBS for _, jobs in R.FIGURES.values() for j in jobs)
+    assert all(kind in KINDS for _, kind, *_ in R.JOBS.values())
+
+
+def test_registry_names_existing_functions_and_skips_absent_datasets():
+    from featlearn.registry import load
+
+    reg = _registry(lambda d: True)
+    for job in reg.jobs:
+        assert callable(load(job.run)), job.name
+    for fig in reg.figures:
+        assert callable(load(fig.draw)) and callable(load(fig.claims)), fig.rule
+    assert [f.rule for f in reg.figures][:4] == ["table_features_6", "table_features_3", "table_features_5", "fig_features_2"]
+    assert not reg.skipped
+    off = _registry(lambda d: d not in ("ag_news", "wikitext2"))
+    assert "fig_features_4" not in {f.rule for f in off.figures} and "fig_features_7" in {f.rule for f in off.figures}
+    assert set(off.skipped) == {"features Fig. 4 (claim 6); Table 6 row Agnews; Agnews columns of Tables 3, 5",
+                                "features Fig. 7 panel wikitext2"}

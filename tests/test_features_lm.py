@@ -3,7 +3,7 @@ GPT (causality, parameter count, training, resume), and claim 9 on planted logit
 
 from __future__ import annotations
 
-import csv
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,7 +12,9 @@ import torch
 
 from featlearn.features import lm as L
 from featlearn.features.gpt import GPT, GPTConfig, parameter_count
-from featlearn.features.lm_figures import cooccurrence_claims, display_token, lm_figure, read_tables, token_gaps
+from featlearn.compute import Context
+from featlearn.features.lm_figures import claims_5, cooccurrence_claims, display_token, draw_5, read_tables, token_gaps
+from featlearn.figure import write_outputs
 
 # --- co-occurrence on a hand-made corpus ---------------------------------------------------------------
 
@@ -233,26 +235,35 @@ def test_figure_and_claims_from_tables(tmp_path):
     lp, gp = tmp_path / "logits.csv", tmp_path / "log.csv"
     L.write_table(logits, lp)
     L.write_table(pd.DataFrame({"dataset": "tinyshakespeare", "step": [0, 10], "metric": "val_loss", "value": [4.2, 2.5]}), gp)
-    df, logs = read_tables([str(lp), str(gp)])
+    df, logs = read_tables([str(lp)], [str(gp)])
     assert set(df["token"].head(12)) == {"\n", "NA"}  # tokens read verbatim
     assert len(logs) == 2
-    claims = lm_figure("5", [str(lp), str(gp)], [str(tmp_path / "fig5.png")], "test", 50)
+    tables, cfg = {"logits": [str(lp)], "log": [str(gp)]}, {"scale": "test"}
+    write_outputs(draw_5(tables, cfg), [str(tmp_path / "fig5.png")], 50)
+    claims = claims_5(tables, cfg)
     assert (tmp_path / "fig5.png").stat().st_size > 1000
     assert [c.claim_id for c in claims] == ["9_tinyshakespeare"] and claims[0].measured == 19
-    with pytest.raises(ValueError, match="neither"):
-        (tmp_path / "other.csv").write_text("a,b\n1,2\n")
-        read_tables([str(tmp_path / "other.csv")])
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match="not a logit table"):
+        read_tables([str(tmp_path / "other.csv")], [])
+    with pytest.raises(ValueError, match="not a training log"):
+        read_tables([str(lp)], [str(tmp_path / "other.csv")])
     assert display_token(" ") == "space" and display_token("$") == r"\$"
 
 
-def test_cli_is_registered():
-    from featlearn.__main__ import build_parser
+def test_lm_jobs_and_figures_are_registered():
+    import yaml
 
-    args = build_parser().parse_args(["features-lm-figure", "--figure", "7", "--tables", "a.csv", "--claims", "c.csv", "--scale", "s"])
-    assert args.figure == "7"
-    with pytest.raises(SystemExit):
-        build_parser().parse_args(["features-lm-compute", "--experiment", "word", "--dataset", "ptb", "--settings", "{}",
-                                   "--inputs", "a", "b", "--out", "x", "y", "--work-dir", "w"])  # three inputs needed
+    from featlearn.features.registry import registry
+    from featlearn.registry import Paths, load
+
+    config = yaml.safe_load((Path(__file__).parents[1] / "config" / "config.yaml").read_text())
+    reg = registry(config, Paths("results"), lambda d: True)
+    jobs = {j.name: j for j in reg.jobs}
+    assert load(jobs["features_lm_word"].run) is L.word_run and load(jobs["features_lm_char"].run) is L.char_run
+    fig7 = next(f for f in reg.figures if f.rule == "fig_features_7")
+    assert fig7.inputs["logits"] == ["results/features/lm/ptb/logits.csv", "results/features/lm/wikitext2/logits.csv"]
+    assert callable(load(fig7.draw)) and callable(load(fig7.claims))
 
 
 # --- the compute entry points: tables from prepared files, byte-identical on rerun -------------------------
@@ -266,7 +277,7 @@ def _prepared(tmp_path, n_vocab: int = 6):
     save_tensor(tmp_path / "train.pt", stream)
     save_tensor(tmp_path / "valid.pt", stream[:120])
     write_vocab(tmp_path / "vocab.json", ["\n", " ", "a", "NA", "$", "e"][:n_vocab])
-    return [str(tmp_path / f) for f in ("train.pt", "valid.pt", "vocab.json")]
+    return {s: str(tmp_path / f) for s, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))}
 
 
 @pytest.mark.parametrize("kind", ["word", "char"])
@@ -279,14 +290,14 @@ def test_runs_write_identical_tables_twice(tmp_path, one_thread, kind):
     else:
         settings = dict(TINY, iterations=6, eval_every=3, checkpoint_every=3)
         run = L.char_run
-    settings |= {"n_frequent": 4, "top_k": 2}
+    settings |= {"n_frequent": 4, "top_k": 2, "dataset": "toy"}
     outs = []
     for rep in ("a", "b"):
         log, logits = tmp_path / rep / "log.csv", tmp_path / rep / "logits.csv"
-        run(settings, "toy", *inputs, str(log), str(logits), work_dir=str(tmp_path / rep / "resume"), device="cpu")
+        run(settings, inputs, {"log": str(log), "logits": str(logits)}, Context(device="cpu", work_dir=str(tmp_path / rep / "resume")))
         outs.append((log.read_bytes(), logits.read_bytes()))
     assert outs[0] == outs[1]
-    df, logs = read_tables([str(tmp_path / "a" / "logits.csv"), str(tmp_path / "a" / "log.csv")])
+    df, logs = read_tables([str(tmp_path / "a" / "logits.csv")], [str(tmp_path / "a" / "log.csv")])
     assert df["token_rank"].nunique() == 4 and set(df["group"]) == {"top", "bottom"}
     assert "NA" in set(df["target"]) | set(df["token"])  # read back verbatim
     assert set(logs["metric"]) == {"train_loss", "val_loss"} and logs["step"].max() == 6

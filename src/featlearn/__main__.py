@@ -111,12 +111,6 @@ def build_parser() -> argparse.ArgumentParser:
     from featlearn.templates.gpt2_cli import register as register_templates_gpt2
 
     register_templates_gpt2(sub)
-    from featlearn.features.lm_cli import register as register_features_lm
-
-    register_features_lm(sub)
-    from featlearn.features.cli import register as register_features
-
-    register_features(sub)
     return parser
 
 

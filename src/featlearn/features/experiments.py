@@ -1,10 +1,10 @@
 """Compute side of the classification experiments: the training jobs (the extraction job is
-:func:`featlearn.features.extract.extract_table`, the theory simulator :mod:`featlearn.features.simulate`).
+:func:`featlearn.features.extract.extract_job`, the theory simulator :mod:`featlearn.features.simulate`).
 
-- :func:`train_job` trains every run of one (dataset, model, optimiser) at once (all activations, sigma_v
-  and seeds of the job in one batched model, :mod:`featlearn.features.train`) and writes the tidy score,
-  metric and summary tables. The probes (units whose label scores are logged every epoch) come from the
-  extraction table.
+- :func:`train_job` (registry job ``features_train``) trains every run of one (dataset, model, optimiser)
+  at once (all activations, sigma_v and seeds of the job in one batched model, :mod:`featlearn.features.train`)
+  and writes the tidy score, metric and summary tables. The probes (units whose label scores are logged
+  every epoch) come from the extraction table.
 Every function is deterministic given its settings (seeds inside).
 """
 
@@ -14,18 +14,11 @@ import random
 import sys
 from itertools import product
 
-import numpy as np
 import pandas as pd
 
 from featlearn.features import extract as X
-from featlearn.io import atomic_open
 
 PROBES = ("none", "tokens", "negation", "bigrams", "positions")
-
-
-def _write_csv(df: pd.DataFrame, path: str) -> None:
-    with atomic_open(path, newline="") as fh:
-        df.to_csv(fh, index=False, float_format="%.8g")
 
 
 def _log(msg: str) -> None:
@@ -51,21 +44,23 @@ def synthetic_splits(cfg: dict) -> dict[str, list[tuple[int, str]]]:
     }
 
 
-def load_splits(cfg: dict, data_dir: str | None) -> tuple[dict[str, list[tuple[int, str]]], list[str]]:
-    """Rows of every split (train subsampled to ``max_train``, dev/test to ``max_eval``) and the vocabulary.
-    The synthetic dataset builds its vocabulary from its own rows."""
+def load_splits(cfg: dict, inputs: dict) -> tuple[dict[str, list[tuple[int, str]]], list[str]]:
+    """Rows of the splits among ``inputs`` (prepared ``train``/``dev``/``test`` TSVs; train subsampled to
+    ``max_train``, dev/test to ``max_eval``) and the vocabulary (``inputs["vocab"]``). The synthetic dataset
+    builds its splits and vocabulary itself."""
     if cfg["dataset"] == "synthetic":
         rows = synthetic_splits(cfg["synthetic"])
         words = sorted({t for r in rows.values() for _, text in r for t in text.split()})
         return rows, ["<pad>", "unk"] + words
     from featlearn.data.prepare import read_classification, read_vocab
 
-    vocab = read_vocab(f"{data_dir}/vocab.json")
-    rows = {s: read_classification(f"{data_dir}/{s}.tsv") for s in ("train", "dev", "test")}
+    vocab = read_vocab(inputs["vocab"])
+    rows = {s: read_classification(inputs[s]) for s in ("train", "dev", "test") if s in inputs}
     seed = cfg["subsample_seed"]
     rows["train"] = subsample(rows["train"], cfg["max_train"], seed)
     for s in ("dev", "test"):
-        rows[s] = subsample(rows[s], cfg["max_eval"], seed + 1)
+        if s in rows:
+            rows[s] = subsample(rows[s], cfg["max_eval"], seed + 1)
     return rows, vocab
 
 
@@ -127,23 +122,22 @@ def job_runs(cfg: dict):
     return [Run(seed=s, activation=a, sigma_v=sv) for a, sv, s in product(cfg["activations"], cfg["sigma_v"], cfg["seeds"])]
 
 
-def train_job(cfg: dict, data_dir: str | None, extracted_csv: str | None, scores_csv: str, metrics_csv: str,
-              summary_csv: str) -> None:
-    """Train one job's runs and write its tidy tables (see :func:`featlearn.features.train.train`)."""
+def train_job(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Train one job's runs (registry ``features_train``) and write its tidy tables ``outputs["scores"]``,
+    ``["metrics"]`` and ``["summary"]`` (see :func:`featlearn.features.train.train`). ``inputs``: the prepared
+    ``train``, ``dev``, ``test`` splits, ``vocab`` and the ``extracted`` units (none for the synthetic data).
+    The model runs on ``ctx.device``."""
     from featlearn.features.train import Settings, encode, train, write_tables
 
-    rows, vocab = load_splits(cfg, data_dir)
+    rows, vocab = load_splits(cfg, inputs)
     index = {w: i for i, w in enumerate(vocab)}
-    from featlearn.devices import resolve_device
-
-    settings = Settings.from_dict(cfg["settings"])
-    settings = Settings.from_dict({**cfg["settings"], "device": resolve_device(settings.device)})
+    settings = Settings.from_dict({**cfg["settings"], "device": ctx.device})
     enc = {s: encode(r, index, settings.max_len) for s, r in rows.items()}
     if cfg["dataset"] == "synthetic":
         extracted = synthetic_extracted(cfg["synthetic"])
     else:
-        extracted = pd.read_csv(extracted_csv, keep_default_na=False, na_values=[""]) if extracted_csv else None
-    probes = build_probes(cfg["probe"], extracted, index, cfg.get("ks", []))
+        extracted = pd.read_csv(inputs["extracted"], keep_default_na=False, na_values=[""])
+    probes = build_probes(cfg["probe"], extracted, index, cfg["ks"])
     n_classes = max(max(y for y, _ in r) for r in rows.values()) + 1
     runs = job_runs(cfg)
     _log(f"{cfg['dataset']} {settings.kind} ({settings.optimizer}): {len(runs)} runs, "
@@ -151,5 +145,5 @@ def train_job(cfg: dict, data_dir: str | None, extracted_csv: str | None, scores
          f"{len(probes.tokens) + len(probes.bigrams) + len(probes.positions) + len(probes.phrases)} probes")
     result = train(settings, runs, enc, len(vocab), probes, n_classes=max(n_classes, 2),
                    label=f"{cfg['dataset']} {settings.kind} {settings.optimizer}")
-    write_tables(result, scores_csv, metrics_csv, summary_csv)
+    write_tables(result, outputs["scores"], outputs["metrics"], outputs["summary"])
     _log(f"trained in {result.seconds:.1f} s")

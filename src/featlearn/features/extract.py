@@ -16,7 +16,8 @@ any offline tagger can be plugged in; :func:`lemminflect_adjective` uses lemminf
 Synthetic position data for the L-RNN (Fig. 12) [D]: class-marker tokens at distance 2 from the end,
 filler tokens elsewhere.
 
-:func:`extract_table` is the extraction job: one dataset's extracted units (Table 6) with their kind.
+:func:`extract_table`: one dataset's extracted units (Table 6) with their kind; :func:`extract_job` is the
+extraction compute job (registry ``features_extract``).
 """
 
 from __future__ import annotations
@@ -204,3 +205,23 @@ def extract_table(cfg: dict, dataset: str, rows: list[tuple[int, str]]) -> pd.Da
     n_classes = max(y for y, _ in rows) + 1
     floor = cfg["min_count"][dataset]
     return _with_kind(extract(token_counts(rows, max(n_classes, 2)), ratio, floor), "token")
+
+
+def write_csv(df: pd.DataFrame, path: str) -> None:
+    """A tidy table as CSV, written atomically (floats to 8 significant digits)."""
+    from featlearn.io import atomic_open
+
+    with atomic_open(path, newline="") as fh:
+        df.to_csv(fh, index=False, float_format="%.8g")
+
+
+def extract_job(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """The extraction job: the units of ``settings["dataset"]`` extracted from ``inputs["train"]`` (a prepared
+    train.tsv), written to ``outputs["extracted"]``."""
+    from featlearn.data.prepare import read_classification
+
+    dataset = settings["dataset"]
+    table = extract_table(settings, dataset, read_classification(inputs["train"]))
+    write_csv(table, outputs["extracted"])
+    counts = table.groupby(["kind", "cls"]).size()
+    print(f"{dataset}: extracted\n{counts.to_string()}")

@@ -1,8 +1,10 @@
 """Figures, tables and claims of the classification experiments, from the tidy tables only.
 
-Inputs are recognised by their paths: ``.../train/<job>/{scores,metrics,summary}.csv`` (a training job),
-``.../extracted/<dataset>.csv`` (extracted units), ``.../theory/{curves,scores}.csv`` (linear NTK flow),
-``.../<dataset>/stats.json`` (prepared dataset statistics).
+Every figure has ``draw_<n>(inputs, cfg)`` (a matplotlib figure) and ``claims_<n>(inputs, cfg)``; every table
+``draw_table<n>(inputs, cfg)`` (a :class:`featlearn.figure.Table`) and ``claims_table<n>(inputs, cfg)``, as
+declared in :mod:`featlearn.features.registry`. ``cfg`` holds the figure's settings and ``scale``. Inputs are
+named: ``<job>_{scores,metrics,summary}`` (a training job's tables), ``extracted_<dataset>`` (extracted
+units), ``theory_{curves,scores}`` (linear NTK flow), ``stats_<dataset>`` (prepared dataset statistics).
 
 Token label scores are read at the last epoch; a claim's measured value is the mean over the job's seeds
 of the per-seed quantity. Bias index beta = (mean_pos + mean_neg) / (mean_pos - mean_neg) over the
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -20,8 +23,8 @@ from scipy.stats import spearmanr
 
 from featlearn.claims import Claim, check
 from featlearn.features.theory import bias_index, loss_matched_index
-from featlearn.io import write_text
-from featlearn.plotting import save_figure, set_style
+from featlearn.figure import Table
+from featlearn.plotting import set_style
 
 PAPER = "features"
 POS, NEG = "tab:blue", "tab:red"
@@ -71,25 +74,25 @@ def read_table(path: str) -> pd.DataFrame:
 
 
 class Inputs:
-    """The figure's input tables, found by their paths."""
+    """The figure's input tables, by their names (see the module docstring)."""
 
-    def __init__(self, paths: list[str]):
+    PREFIXES = ("extracted", "theory", "stats")
+    TABLES = ("scores", "metrics", "summary")
+
+    def __init__(self, paths: Mapping[str, str]):
         self.jobs: dict[str, dict[str, str]] = {}
         self.extracted: dict[str, str] = {}
         self.theory: dict[str, str] = {}
         self.stats: dict[str, str] = {}
-        for p in paths:
-            path = Path(p)
-            if path.parent.parent.name == "train":
-                self.jobs.setdefault(path.parent.name, {})[path.stem] = p
-            elif path.parent.name == "extracted":
-                self.extracted[path.stem] = p
-            elif path.parent.name == "theory":
-                self.theory[path.stem] = p
-            elif path.name == "stats.json":
-                self.stats[path.parent.name] = p
+        for name, p in paths.items():
+            prefix, _, rest = name.partition("_")
+            job, _, table = name.rpartition("_")
+            if prefix in self.PREFIXES and rest:
+                getattr(self, prefix)[rest] = p
+            elif job and table in self.TABLES:
+                self.jobs.setdefault(job, {})[table] = p
             else:
-                raise ValueError(f"unrecognised input table {p}")
+                raise ValueError(f"unrecognised input table {name}: {p}")
         self._cache: dict[tuple[str, str], pd.DataFrame] = {}
 
     def job(self, name: str, table: str = "scores") -> pd.DataFrame:
@@ -240,11 +243,10 @@ FIG2_PANELS = [
 ]
 
 
-def fig2(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> list[Claim]:
+def draw_2(tables: Mapping[str, str], cfg: dict):
     """Fig. 2: SST token label scores per epoch; setting I (a-c), setting II (d-i); the linear NTK flow's
-    mean predicted scores and shared bias (loss-matched to the epochs) where the theory has the kernel.
-    Claims 2, 3 and 10."""
-    sv = cfg["sigma_v"]
+    mean predicted scores and shared bias (loss-matched to the epochs) where the theory has the kernel."""
+    inputs, sv = Inputs(tables), cfg["sigma_v"]
     units = inputs.units("sst", "token")
     set_style()
     fig, axes = _grid(len(FIG2_PANELS))
@@ -257,9 +259,14 @@ def fig2(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> l
             draw_flow(ax, matched, predicted, units)
     axes[0].legend(fontsize=7, loc="upper left")
     axes[2].legend(fontsize=7, loc="upper left")
-    _title(fig, "Fig. 2: label scores of extracted SST tokens (Adagrad)", scale)
-    save_figure(fig, *files, dpi=dpi)
+    _title(fig, "Fig. 2: label scores of extracted SST tokens (Adagrad)", cfg["scale"])
+    return fig
 
+
+def claims_2(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
+    """Claims 2, 3 and 10 on SST."""
+    inputs, sv, scale = Inputs(tables), cfg["sigma_v"], cfg["scale"]
+    units = inputs.units("sst", "token")
     claims = []
     for job, model in (("sst_mlp", "MLP (ReLU)"), ("sst_cnn", "CNN"), ("sst_sa", "SA")):
         df = with_polarity(select(final(inputs.job(job)), "relu", sv[0]), units)
@@ -309,19 +316,29 @@ def theory_claims(inputs: Inputs, units: pd.DataFrame, lo: float, hi: float, sca
     return claims
 
 
-def fig_pairs(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int, figure: str) -> list[Claim]:
+# Figs. 10 (SiLU) and 11 (Adam): (job, activation, label)
+PAIRS = {"10": ("sst_mlp", "silu", "MLP, SiLU, Adagrad"), "11": ("sst_mlp_adam", "relu", "MLP, ReLU, Adam")}
+
+
+def _draw_pairs(tables: Mapping[str, str], cfg: dict, figure: str):
     """Figs. 10 (SiLU) and 11 (Adam): MLP token scores at both sigma_v settings."""
-    sv = cfg["sigma_v"]
+    inputs, sv = Inputs(tables), cfg["sigma_v"]
     units = inputs.units("sst", "token")
-    job, act, what = ("sst_mlp", "silu", "MLP, SiLU, Adagrad") if figure == "10" else ("sst_mlp_adam", "relu", "MLP, ReLU, Adam")
+    job, act, what = PAIRS[figure]
     set_style()
     fig, axes = _grid(2, 2)
     for ax, s, panel in zip(axes, sv, "ab"):
         df = with_polarity(select(inputs.job(job), act, s), units)
         draw_token_curves(ax, df[df["probe"] == "token"], f"({panel}) {what}, $\\sigma_v$={s:g}")
     axes[0].legend(fontsize=7)
-    _title(fig, f"Fig. {figure}: label scores of extracted SST tokens", scale)
-    save_figure(fig, *files, dpi=dpi)
+    _title(fig, f"Fig. {figure}: label scores of extracted SST tokens", cfg["scale"])
+    return fig
+
+
+def _pairs_claims(tables: Mapping[str, str], cfg: dict, figure: str) -> list[Claim]:
+    inputs, sv, scale = Inputs(tables), cfg["sigma_v"], cfg["scale"]
+    units = inputs.units("sst", "token")
+    job, act, what = PAIRS[figure]
     lo, hi = sv[0], sv[1]
     df = with_polarity(select(final(inputs.job(job)), act, lo), units)
     claims = polarity_claims(df, f"{figure}-sst-{act}", figure, f"SST, {what}, sigma_v={lo:g}", scale)
@@ -335,9 +352,27 @@ def fig_pairs(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int,
     return claims
 
 
-def fig13(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> list[Claim]:
-    """Fig. 13: IMDB token scores, MLP-ReLU and CNN at setting I, MLP-ReLU at setting II; claim 2 on IMDB."""
-    sv = cfg["sigma_v"]
+def draw_10(tables: Mapping[str, str], cfg: dict):
+    return _draw_pairs(tables, cfg, "10")
+
+
+def claims_10(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
+    """Claim 2 for MLP-SiLU and claim 3 (SiLU balanced at setting II)."""
+    return _pairs_claims(tables, cfg, "10")
+
+
+def draw_11(tables: Mapping[str, str], cfg: dict):
+    return _draw_pairs(tables, cfg, "11")
+
+
+def claims_11(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
+    """Claim 2 for MLP-ReLU with Adam and the shift of beta from setting I to II."""
+    return _pairs_claims(tables, cfg, "11")
+
+
+def draw_13(tables: Mapping[str, str], cfg: dict):
+    """Fig. 13: IMDB token scores, MLP-ReLU and CNN at setting I, MLP-ReLU at setting II."""
+    inputs, sv = Inputs(tables), cfg["sigma_v"]
     units = inputs.units("imdb", "token")
     panels = [("(a) MLP, ReLU", "imdb_mlp", sv[0]), ("(b) CNN", "imdb_cnn", sv[0]), ("(c) MLP, ReLU", "imdb_mlp", sv[1])]
     set_style()
@@ -346,22 +381,30 @@ def fig13(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> 
         df = with_polarity(select(inputs.job(job), "relu", s), units)
         draw_token_curves(ax, df[df["probe"] == "token"], f"{panel}, $\\sigma_v$={s:g}")
     axes[0].legend(fontsize=7)
-    _title(fig, "Fig. 13: label scores of extracted IMDB tokens", scale)
-    save_figure(fig, *files, dpi=dpi)
+    _title(fig, "Fig. 13: label scores of extracted IMDB tokens", cfg["scale"])
+    return fig
+
+
+def claims_13(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
+    """Claim 2 on IMDB (MLP-ReLU, CNN, SA at setting I)."""
+    inputs, sv = Inputs(tables), cfg["sigma_v"]
+    units = inputs.units("imdb", "token")
     claims = []
     for job, model in (("imdb_mlp", "MLP (ReLU)"), ("imdb_cnn", "CNN"), ("imdb_sa", "SA")):
         df = with_polarity(select(final(inputs.job(job)), "relu", sv[0]), units)
-        claims += polarity_claims(df, f"2-imdb-{job[5:]}", "13", f"IMDB, {model}, sigma_v={sv[0]:g}", scale)
+        claims += polarity_claims(df, f"2-imdb-{job[5:]}", "13", f"IMDB, {model}, sigma_v={sv[0]:g}", cfg["scale"])
     return claims
 
 
-def fig3(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> list[Claim]:
-    """Fig. 3: distribution of the MV model's final bigram scores (SSTwsub), positive vs negative bigrams.
-    Claim 5."""
+def _mv_bigrams(inputs: Inputs) -> pd.DataFrame:
+    return with_polarity(final(inputs.job("sstwsub_mv"), "bigram"), inputs.units("sstwsub", "bigram"))
+
+
+def draw_3(tables: Mapping[str, str], cfg: dict):
+    """Fig. 3: distribution of the MV model's final bigram scores (SSTwsub), positive vs negative bigrams."""
     import matplotlib.pyplot as plt
 
-    units = inputs.units("sstwsub", "bigram")
-    df = with_polarity(final(inputs.job("sstwsub_mv"), "bigram"), units)
+    df = _mv_bigrams(Inputs(tables))
     first = df[df["seed"] == df["seed"].min()]
     set_style()
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
@@ -373,9 +416,14 @@ def fig3(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> l
     ax.set_xlabel("bigram label score $s^{ab}$")
     ax.set_ylabel("number of bigrams")
     ax.legend(fontsize=8)
-    _title(fig, "Fig. 3: MV bigram scores, SSTwsub", scale)
-    save_figure(fig, *files, dpi=dpi)
-    st = token_stats(df.assign(log_odds=0.0))
+    _title(fig, "Fig. 3: MV bigram scores, SSTwsub", cfg["scale"])
+    return fig
+
+
+def claims_3(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
+    """Claim 5: MV bigram scores have the bigrams' signs; MV is more accurate on SSTwsub than on SST."""
+    inputs, scale = Inputs(tables), cfg["scale"]
+    st = token_stats(_mv_bigrams(inputs).assign(log_odds=0.0))
     acc_sub = inputs.job("sstwsub_mv", "summary")["test_accuracy"].mean()
     acc_sst = inputs.job("sst_mv", "summary")["test_accuracy"].mean()
     return [
@@ -388,12 +436,15 @@ def fig3(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> l
     ]
 
 
-def fig4(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> list[Claim]:
-    """Fig. 4: SA on AG News; for the tokens of each class, the score of each output dimension. Claim 6."""
+def _agnews_scores(inputs: Inputs) -> tuple[pd.DataFrame, int]:
     units = inputs.units("ag_news", "token")
-    scores = final(inputs.job("ag_news_sa"))
-    df = scores.merge(units[["unit", "cls"]], on="unit")
-    n_classes = int(df["out"].max()) + 1
+    df = final(inputs.job("ag_news_sa")).merge(units[["unit", "cls"]], on="unit")
+    return df, int(df["out"].max()) + 1
+
+
+def draw_4(tables: Mapping[str, str], cfg: dict):
+    """Fig. 4: SA on AG News; for the tokens of each class, the score of each output dimension."""
+    df, n_classes = _agnews_scores(Inputs(tables))
     names = AG_CLASSES if n_classes == len(AG_CLASSES) else [f"class {c + 1}" for c in range(n_classes)]
     first = df[df["seed"] == df["seed"].min()]
     set_style()
@@ -406,12 +457,17 @@ def fig4(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> l
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_title(f"tokens of {names[c]} ({g['unit'].nunique()})")
         ax.set_ylabel("label score per output")
-    _title(fig, "Fig. 4: SA label scores of extracted Agnews tokens", scale)
-    save_figure(fig, *files, dpi=dpi)
+    _title(fig, "Fig. 4: SA label scores of extracted Agnews tokens", cfg["scale"])
+    return fig
+
+
+def claims_4(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
+    """Claim 6: for every AG News class, the class's own output scores its tokens highest."""
+    df, n_classes = _agnews_scores(Inputs(tables))
     means = df.groupby(["cls", "out"])["score"].mean().unstack()
     hits = int(sum(int(means.loc[c].idxmax()) == c for c in means.index))
     return [check(PAPER, "6-agnews-sa", "4", "SA, Agnews: for every class c, output c has the highest mean score "
-                  "over class-c tokens", "classes whose own output is highest", hits, ">=", n_classes, scale)]
+                  "over class-c tokens", "classes whose own output is highest", hits, ">=", n_classes, cfg["scale"])]
 
 
 def _negation(inputs: Inputs, job: str) -> tuple[pd.DataFrame, pd.DataFrame, float]:
@@ -437,10 +493,14 @@ def draw_negation(ax, adj: pd.DataFrame, s_not: float, sign: int, title: str) ->
     ax.legend(fontsize=7)
 
 
-def fig_negation(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int, figure: str) -> list[Claim]:
-    """Fig. 6 (SA a, b; MV c) and Fig. 8 (CNN, TR): adjectives vs "not" + adjective on SSTwsub. Claim 7."""
-    jobs = [("sstwsub_sa", "SA"), ("sstwsub_mv", "MV")] if figure == "6" else [("sstwsub_cnn", "CNN"), ("sstwsub_tr", "TR")]
-    results = {name: _negation(inputs, job) for job, name in jobs}
+# Fig. 6 (SA a, b; MV c) and Fig. 8 (CNN, TR): (job, model label)
+NEGATION_JOBS = {"6": [("sstwsub_sa", "SA"), ("sstwsub_mv", "MV")], "8": [("sstwsub_cnn", "CNN"), ("sstwsub_tr", "TR")]}
+
+
+def _draw_negation_figure(tables: Mapping[str, str], cfg: dict, figure: str):
+    """Fig. 6 (SA a, b; MV c) and Fig. 8 (CNN, TR): adjectives vs "not" + adjective on SSTwsub."""
+    inputs = Inputs(tables)
+    results = {name: _negation(inputs, job) for job, name in NEGATION_JOBS[figure]}
     set_style()
     fig, axes = _grid(4, 2, 4.2)
     k = 0
@@ -448,8 +508,14 @@ def fig_negation(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: i
         for sign in (1, -1):
             draw_negation(axes[k], adj, s_not, sign, f"({'abcd'[k]}) {name}, {'pos' if sign > 0 else 'neg'} adj")
             k += 1
-    _title(fig, f"Fig. {figure}: adjectives and their negations, SSTwsub", scale)
-    save_figure(fig, *files, dpi=dpi)
+    _title(fig, f"Fig. {figure}: adjectives and their negations, SSTwsub", cfg["scale"])
+    return fig
+
+
+def _negation_claims(tables: Mapping[str, str], cfg: dict, figure: str) -> list[Claim]:
+    """Claim 7: "not" lowers positive adjectives' scores; it raises negative ones' only in MV."""
+    inputs, scale = Inputs(tables), cfg["scale"]
+    results = {name: _negation(inputs, job) for job, name in NEGATION_JOBS[figure]}
     claims = []
     for name, (adj, _, s_not) in results.items():
         pos, neg = adj[adj["polarity"] > 0], adj[adj["polarity"] < 0]
@@ -469,18 +535,39 @@ def fig_negation(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: i
     return claims
 
 
-def fig9(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> list[Claim]:
-    """Fig. 9: SA, s(sub-phrase without the negation word) - s(phrase) for every negation phrase. Claim 7."""
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
+def draw_6(tables: Mapping[str, str], cfg: dict):
+    return _draw_negation_figure(tables, cfg, "6")
 
+
+def claims_6(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
+    return _negation_claims(tables, cfg, "6")
+
+
+def draw_8(tables: Mapping[str, str], cfg: dict):
+    return _draw_negation_figure(tables, cfg, "8")
+
+
+def claims_8(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
+    return _negation_claims(tables, cfg, "8")
+
+
+def _phrase_differences(inputs: Inputs) -> tuple[np.ndarray, np.ndarray]:
+    """SA: s(sub-phrase without the negation word) - s(phrase) for every negation phrase, and its polarity."""
     _, scores, _ = _negation(inputs, "sstwsub_sa")
     phrases = inputs.units("sstwsub", "phrase")
     phrases = phrases[phrases["unit"].isin(scores.index)]
     sub = phrases["unit"].map(lambda p: " ".join(p.split()[1:]))
     ok = sub.isin(scores.index)
     diff = (sub[ok].map(scores).to_numpy() - phrases.loc[ok, "unit"].map(scores).to_numpy())
-    pol = phrases.loc[ok, "polarity"].to_numpy()
+    return diff, phrases.loc[ok, "polarity"].to_numpy()
+
+
+def draw_9(tables: Mapping[str, str], cfg: dict):
+    """Fig. 9: SA, s(sub-phrase without the negation word) - s(phrase) for every negation phrase."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    diff, pol = _phrase_differences(Inputs(tables))
     order = np.argsort(diff)
     set_style()
     fig, ax = plt.subplots(figsize=(7, 3.4))
@@ -490,40 +577,55 @@ def fig9(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> l
     ax.set_ylabel("s(sub-phrase) - s(phrase)")
     ax.legend(handles=[Patch(color=POS, label=f"positive phrases ({int((pol > 0).sum())})"),
                        Patch(color=NEG, label=f"negative phrases ({int((pol < 0).sum())})")], fontsize=8)
-    _title(fig, "Fig. 9: SA score differences, SSTwsub", scale)
-    save_figure(fig, *files, dpi=dpi)
+    _title(fig, "Fig. 9: SA score differences, SSTwsub", cfg["scale"])
+    return fig
+
+
+def claims_9(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
+    """Claim 7 on the negation phrases."""
+    diff, _ = _phrase_differences(Inputs(tables))
     return [check(PAPER, "7-fig9-differences", "9", "SA: s(sub-phrase) - s(phrase) > 0 for at least 95% of the "
                   "negation phrases", "fraction > 0", float((diff > 0).mean()) if len(diff) else float("nan"),
-                  ">=", 0.95, scale)]
+                  ">=", 0.95, cfg["scale"])]
 
 
-def fig12(inputs: Inputs, files: list[str], cfg: dict, scale: str, dpi: int) -> list[Claim]:
-    """Fig. 12: L-RNN position scores s^e_[k] of the synthetic class markers at k = 0, 2, 4. Claim 8."""
+def _position_scores(inputs: Inputs) -> pd.DataFrame:
     scores = inputs.job("synthetic_lrnn")
     scores = scores[scores["probe"] == "position"]
-    scores = scores.assign(polarity=np.where(scores["unit"].str.startswith("pos"), 1, -1))
+    return scores.assign(polarity=np.where(scores["unit"].str.startswith("pos"), 1, -1))
+
+
+def draw_12(tables: Mapping[str, str], cfg: dict):
+    """Fig. 12: L-RNN position scores s^e_[k] of the synthetic class markers at every logged k."""
+    scores = _position_scores(Inputs(tables))
     ks = sorted(scores["k"].unique())
     set_style()
     fig, axes = _grid(len(ks))
     for ax, k in zip(axes, ks):
         draw_token_curves(ax, scores[scores["k"] == k], f"k = {k}")
     axes[0].legend(fontsize=7)
-    _title(fig, "Fig. 12: L-RNN position scores, synthetic data", scale)
-    save_figure(fig, *files, dpi=dpi)
+    _title(fig, "Fig. 12: L-RNN position scores, synthetic data", cfg["scale"])
+    return fig
+
+
+def claims_12(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
+    """Claim 8: the markers' scores separate by class at k = the markers' distance from the end
+    (``cfg["distance"]``), at least 3x more than at the other ``cfg["ks"]``."""
+    scores, scale, d = _position_scores(Inputs(tables)), cfg["scale"], cfg["distance"]
     last = scores[scores["epoch"] == scores["epoch"].max()]
     sep = {}
-    for k in ks:
+    for k in sorted(scores["k"].unique()):
         st = token_stats(last[last["k"] == k])
         sep[k] = (st["mean_pos"] - st["mean_neg"], min(st["mean_pos"], -st["mean_neg"]))
     claims = []
-    if 2 in sep:
-        claims.append(check(PAPER, "8-lrnn-k2-signs", "12", "L-RNN: at k=2 mean pos marker score > 0 > mean neg",
-                            "min(mean_pos, -mean_neg) at k=2", sep[2][1], ">", 0, scale))
-        for k in (0, 4):
-            if k in sep:
-                ratio = sep[2][0] / abs(sep[k][0]) if sep[k][0] != 0 else float("inf")
-                claims.append(check(PAPER, f"8-lrnn-k2-vs-k{k}", "12", f"L-RNN: separation (mean_pos - mean_neg) at "
-                                    f"k=2 is at least 3x that at k={k}", f"sep(2) / |sep({k})|", ratio, ">=", 3, scale))
+    if d in sep:
+        claims.append(check(PAPER, f"8-lrnn-k{d}-signs", "12", f"L-RNN: at k={d} mean pos marker score > 0 > mean neg",
+                            f"min(mean_pos, -mean_neg) at k={d}", sep[d][1], ">", 0, scale))
+        for k in cfg["ks"]:
+            if k != d and k in sep:
+                ratio = sep[d][0] / abs(sep[k][0]) if sep[k][0] != 0 else float("inf")
+                claims.append(check(PAPER, f"8-lrnn-k{d}-vs-k{k}", "12", f"L-RNN: separation (mean_pos - mean_neg) at "
+                                    f"k={d} is at least 3x that at k={k}", f"sep({d}) / |sep({k})|", ratio, ">=", 3, scale))
     return claims
 
 
@@ -536,14 +638,15 @@ def _markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_table(df: pd.DataFrame, csv_path: str, md_path: str, title: str, columns: list[str] | None = None,
-                 order: list[str] | None = None) -> None:
-    """The tidy table as CSV; as markdown either as is or (``columns`` given) one row per dataset and
-    split with a "measured (paper)" cell per column value."""
-    from featlearn.io import atomic_open
+def _csv_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """The tidy table as written to CSV: floats with 4 decimals, missing values empty."""
+    return df.assign(**{c: df[c].map(lambda v: "" if pd.isna(v) else f"{v:.4f}")
+                        for c in df.columns if pd.api.types.is_float_dtype(df[c])})
 
-    with atomic_open(csv_path, newline="") as fh:
-        df.to_csv(fh, index=False, float_format="%.4f")
+
+def _table(df: pd.DataFrame, title: str, columns: list[str] | None = None, order: list[str] | None = None) -> Table:
+    """The tidy table (CSV) and its markdown: either as is or (``columns`` given) one row per dataset and
+    split with a "measured (paper)" cell per column value."""
     if columns:
         cell = df.apply(lambda r: f"{r['measured']:.1f} ({'-' if pd.isna(r['paper']) else format(r['paper'], '.1f')})", axis=1)
         wide = df.assign(column=df[columns].astype(str).agg(" ".join, axis=1), cell=cell)
@@ -557,11 +660,10 @@ def _write_table(df: pd.DataFrame, csv_path: str, md_path: str, title: str, colu
         note = "\nCells: measured (paper), %.\n"
     else:
         body, note = _markdown(df), ""
-    write_text(md_path, f"# {title}\n\n" + body + note)
+    return Table(_csv_frame(df), f"# {title}\n\n" + body + note)
 
 
-def table6(inputs: Inputs, files: list[str], cfg: dict, scale: str) -> list[Claim]:
-    """Table 6: extracted units per class next to the paper's; claim 1 (split sizes, SST token counts)."""
+def _table6_frame(inputs: Inputs) -> pd.DataFrame:
     rows = []
     for (dataset, kind), paper in PAPER_TABLE6.items():
         if dataset not in inputs.extracted:
@@ -576,9 +678,18 @@ def table6(inputs: Inputs, files: list[str], cfg: dict, scale: str) -> list[Clai
         for cls, n_paper in ((1, 17), (0, 48)):  # Fig. 9 [P]: 65 negation phrases
             rows.append({"dataset": "SSTwsub", "unit": "negation phrase", "class": "+" if cls else "-",
                          "measured": int((ph["cls"] == cls).sum()), "paper": n_paper})
-    df = pd.DataFrame(rows)
-    _write_table(df, files[0], files[1], f"Table 6: extracted units (scale: {scale}; adjectives by lemminflect, "
-                 "the paper used textblob)")
+    return pd.DataFrame(rows)
+
+
+def draw_table6(tables: Mapping[str, str], cfg: dict) -> Table:
+    """Table 6: extracted units per class next to the paper's."""
+    return _table(_table6_frame(Inputs(tables)), f"Table 6: extracted units (scale: {cfg['scale']}; adjectives by "
+                  "lemminflect, the paper used textblob)")
+
+
+def claims_table6(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
+    """Claim 1: split sizes (Table 2) and the SST token counts of Table 6."""
+    inputs, scale = Inputs(tables), cfg["scale"]
     claims = []
     for (dataset, split), n in PAPER_SPLITS.items():
         if dataset in inputs.stats:
@@ -595,14 +706,9 @@ def table6(inputs: Inputs, files: list[str], cfg: dict, scale: str) -> list[Clai
     return claims
 
 
-def _accuracy(summary: pd.DataFrame) -> pd.DataFrame:
-    return summary.groupby(["activation", "sigma_v"])[["dev_accuracy", "test_accuracy"]].agg(["mean", "count"])
-
-
-def table3(inputs: Inputs, files: list[str], cfg: dict, scale: str) -> list[Claim]:
-    """Table 3: MLP accuracy per activation and sigma_v setting, mean over seeds, next to the paper's.
-    Claim 4 (the shape on SST, and closeness to the paper's values)."""
-    sv = cfg["sigma_v"]
+def _table3_frame(inputs: Inputs, sv: list[float]) -> pd.DataFrame:
+    """MLP accuracy per dataset, split, activation and sigma_v setting (I: ``sv[0]``, II: ``sv[1]``), mean
+    over seeds, next to the paper's."""
     setting = {sv[0]: "I", sv[1]: "II"}
     rows = []
     order = {a: i for i, a in enumerate(("relu", "tanh", "gelu", "silu"))}
@@ -619,11 +725,23 @@ def table3(inputs: Inputs, files: list[str], cfg: dict, scale: str) -> list[Clai
                 rows.append({"dataset": DATASET_LABELS[dataset], "split": "valid" if split == "dev" else "test",
                              "activation": act, "setting": name, "sigma_v": s_v,
                              "measured": 100 * g[f"{split}_accuracy"].mean(), "paper": p, "trials": len(g)})
-    df = pd.DataFrame(rows)
+    return pd.DataFrame(rows)
+
+
+def draw_table3(tables: Mapping[str, str], cfg: dict) -> Table:
+    """Table 3: MLP accuracy per activation and sigma_v setting, mean over seeds, next to the paper's."""
+    sv = cfg["sigma_v"]
+    df = _table3_frame(Inputs(tables), sv)
     trials = ", ".join(f"{d} {n}" for d, n in df.groupby("dataset", sort=False)["trials"].min().items())
-    _write_table(df, files[0], files[1], f"Table 3: MLP accuracy (%), mean of trials ({trials}); I: sigma_v={sv[0]:g}, "
-                 f"II: sigma_v={sv[1]:g} (scale: {scale})", columns=["activation", "setting"],
-                 order=[f"{a} {s}" for a, s in TABLE3_COLUMNS])
+    return _table(df, f"Table 3: MLP accuracy (%), mean of trials ({trials}); I: sigma_v={sv[0]:g}, "
+                  f"II: sigma_v={sv[1]:g} (scale: {cfg['scale']})", columns=["activation", "setting"],
+                  order=[f"{a} {s}" for a, s in TABLE3_COLUMNS])
+
+
+def claims_table3(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
+    """Claim 4: the shape of Table 3 on SST, and closeness to the paper's values."""
+    scale = cfg["scale"]
+    df = _table3_frame(Inputs(tables), cfg["sigma_v"])
     claims = []
     sst = df[(df["dataset"] == "SST") & (df["split"] == "test")].set_index(["activation", "setting"])["measured"]
     if not sst.empty:
@@ -643,9 +761,8 @@ def table3(inputs: Inputs, files: list[str], cfg: dict, scale: str) -> list[Clai
     return claims
 
 
-def table5(inputs: Inputs, files: list[str], cfg: dict, scale: str) -> list[Claim]:
-    """Table 5: accuracy of MLP (ReLU), CNN, SA, MV, L-RNN at setting I, next to the paper's. Claim 4."""
-    sv0 = cfg["sigma_v"][0]
+def _table5_frame(inputs: Inputs, sv0: float) -> pd.DataFrame:
+    """Accuracy of MLP (ReLU), CNN, SA, MV, L-RNN at sigma_v = ``sv0``, next to the paper's."""
     rows = []
     jobs = [j for j in inputs.jobs if j.rsplit("_", 1)[1] in TABLE5_MODELS and j.rsplit("_", 1)[0] in DATASET_LABELS]
     jobs.sort(key=lambda j: (list(DATASET_LABELS).index(j.rsplit("_", 1)[0]), TABLE5_MODELS.index(j.rsplit("_", 1)[1])))
@@ -659,35 +776,24 @@ def table5(inputs: Inputs, files: list[str], cfg: dict, scale: str) -> list[Clai
                          "paper": paper[TABLE5_MODELS.index(model)] if paper else None, "trials": len(s)})
     df = pd.DataFrame(rows)
     df = df.sort_values("split", key=lambda c: c.map({"valid": 0, "test": 1}), kind="mergesort")
-    df = df.sort_values("dataset", key=lambda c: c.map({v: i for i, v in enumerate(DATASET_LABELS.values())}),
-                        kind="mergesort").reset_index(drop=True)
-    _write_table(df, files[0], files[1], f"Table 5: accuracy (%), Adagrad, sigma_v={sv0:g}, mean of trials (scale: "
-                 f"{scale}; paper '-' = unstable in the paper)", columns=["model"],
-                 order=[MODEL_LABELS[m] for m in TABLE5_MODELS])
+    return df.sort_values("dataset", key=lambda c: c.map({v: i for i, v in enumerate(DATASET_LABELS.values())}),
+                          kind="mergesort").reset_index(drop=True)
+
+
+def draw_table5(tables: Mapping[str, str], cfg: dict) -> Table:
+    """Table 5: accuracy of MLP (ReLU), CNN, SA, MV, L-RNN at setting I, next to the paper's."""
+    sv0 = cfg["sigma_v"][0]
+    return _table(_table5_frame(Inputs(tables), sv0), f"Table 5: accuracy (%), Adagrad, sigma_v={sv0:g}, mean of "
+                  f"trials (scale: {cfg['scale']}; paper '-' = unstable in the paper)", columns=["model"],
+                  order=[MODEL_LABELS[m] for m in TABLE5_MODELS])
+
+
+def claims_table5(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
+    """Claim 4: Table 5 accuracies close to the paper's."""
+    df = _table5_frame(Inputs(tables), cfg["sigma_v"][0])
     both = df.dropna(subset=["paper"])
     if both.empty:
         return []
     return [check(PAPER, "4-table5-values", "table5", "Table 5 accuracies within 3 points of the paper's (paper scale)",
                   "max |measured - paper|, points", float((both["measured"] - both["paper"]).abs().max()),
-                  "<=", 3, scale)]
-
-
-# --------------------------------------------------------------------------------------------- entry
-def make(figure: str, tables: list[str], files: list[str], cfg: dict, scale: str, dpi: int) -> list[Claim]:
-    """Build one figure or table; return its claims."""
-    inputs = Inputs(tables)
-    if figure == "table6":
-        return table6(inputs, files, cfg, scale)
-    if figure == "table3":
-        return table3(inputs, files, cfg, scale)
-    if figure == "table5":
-        return table5(inputs, files, cfg, scale)
-    makers = {
-        "2": fig2, "3": fig3, "4": fig4, "9": fig9, "12": fig12, "13": fig13,
-        "6": lambda *a: fig_negation(*a, figure="6"), "8": lambda *a: fig_negation(*a, figure="8"),
-        "10": lambda *a: fig_pairs(*a, figure="10"), "11": lambda *a: fig_pairs(*a, figure="11"),
-    }
-    if figure not in makers:
-        raise ValueError(f"unknown figure {figure!r}")
-    return makers[figure](inputs, files, cfg, scale, dpi)
-
+                  "<=", 3, cfg["scale"])]

@@ -122,24 +122,27 @@ def _log(tag: str, msg: str) -> None:
 WORD_MODEL_KEYS = ("n_layer", "n_head", "d_model", "d_ff", "dropout", "lr", "clip", "batch_size", "bptt", "iterations", "log_every", "checkpoint_every", "val_windows", "seed")
 
 
-def word_run(settings: dict, dataset: str, train_pt: str, valid_pt: str, vocab_json: str, out_log: str, out_logits: str, work_dir: str, device: str) -> None:
-    """Train the tutorial transformer (resumable, ``featlearn.lm``) and write its log and the logit table."""
+def word_run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Train the tutorial transformer on ``settings["dataset"]`` (resumable from ``ctx.work_dir``,
+    ``featlearn.lm``) and write its log (``outputs["log"]``) and the logit table (``outputs["logits"]``).
+    ``inputs``: the prepared ``train``, ``valid`` token tensors and the ``vocab`` (registry ``features_lm_word``)."""
     from featlearn.lm.train import LMRun, train_lm
 
+    dataset, device = settings["dataset"], ctx.device
     tag = f" {dataset}"
     _log(tag, f"settings {settings}")
-    vocab = read_vocab(vocab_json)
-    train_ids, valid_ids = load_tensor(train_pt), load_tensor(valid_pt)
+    vocab = read_vocab(inputs["vocab"])
+    train_ids, valid_ids = load_tensor(inputs["train"]), load_tensor(inputs["valid"])
     run = LMRun(optimizer="sgd", **{k: settings[k] for k in WORD_MODEL_KEYS})
-    out = train_lm(run, train_ids, valid_ids, len(vocab), work_dir, device=device, tag=tag)
+    out = train_lm(run, train_ids, valid_ids, len(vocab), ctx.work_dir, device=device, tag=tag)
     model = out["model"].eval()
     table = cooccurrence_logits(lambda idx: model(idx)[0], train_ids, vocab, settings["n_frequent"], settings["top_k"], dataset, device)
     log = out["log"]
     log = log[log["metric"].isin(["train_loss", "val_loss"])][["step", "metric", "value"]]
     log.insert(0, "dataset", dataset)
-    write_table(log, out_log)
-    write_table(table, out_logits)
-    _log(tag, f"wrote {out_log} and {out_logits}")
+    write_table(log, outputs["log"])
+    write_table(table, outputs["logits"])
+    _log(tag, f"wrote {outputs['log']} and {outputs['logits']}")
 
 
 # --- Fig. 5: the character GPT on Tiny Shakespeare ---------------------------------------------------
@@ -271,17 +274,19 @@ def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tenso
     return model, pd.DataFrame(rows, columns=["step", "metric", "value"])
 
 
-def char_run(settings: dict, dataset: str, train_pt: str, valid_pt: str, vocab_json: str, out_log: str, out_logits: str, work_dir: str, device: str) -> None:
-    """Train the character GPT and write its log and the logit table."""
+def char_run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Train the character GPT on ``settings["dataset"]`` (resumable from ``ctx.work_dir``) and write its log
+    and the logit table (as :func:`word_run`; registry ``features_lm_char``)."""
+    dataset, device = settings["dataset"], ctx.device
     tag = f" {dataset}"
     _log(tag, f"settings {settings}")
-    vocab = read_vocab(vocab_json)
-    train_ids, valid_ids = load_tensor(train_pt), load_tensor(valid_pt)
+    vocab = read_vocab(inputs["vocab"])
+    train_ids, valid_ids = load_tensor(inputs["train"]), load_tensor(inputs["valid"])
     run = CharRun(**{k: v for k, v in settings.items() if k in CharRun.__dataclass_fields__})
-    model, log = train_char_gpt(run, train_ids, valid_ids, len(vocab), work_dir, device=device, tag=tag)
+    model, log = train_char_gpt(run, train_ids, valid_ids, len(vocab), ctx.work_dir, device=device, tag=tag)
     model.eval()
     table = cooccurrence_logits(model, train_ids, vocab, settings["n_frequent"], settings["top_k"], dataset, device)
     log.insert(0, "dataset", dataset)
-    write_table(log, out_log)
-    write_table(table, out_logits)
-    _log(tag, f"wrote {out_log} and {out_logits}")
+    write_table(log, outputs["log"])
+    write_table(table, outputs["logits"])
+    _log(tag, f"wrote {outputs['log']} and {outputs['logits']}")

@@ -1,5 +1,6 @@
 """Figs. 5 and 7 of the features paper (next-token logits of top-k vs bottom-k co-occurring tokens) and
-claim 9, from the tables written by ``featlearn.features.lm``.
+claim 9, from the tables written by ``featlearn.features.lm``: ``draw_<n>(inputs, cfg)`` and
+``claims_<n>(inputs, cfg)`` of the registry (``featlearn.features.registry``).
 
 Claim 9 (per dataset): for at least 90% of the frequent tokens (18 of the paper's 20) the mean logit of
 the top-k co-occurring next tokens exceeds the mean logit of the bottom-k ones.
@@ -15,7 +16,7 @@ import pandas as pd
 import seaborn as sns
 
 from featlearn.claims import Claim, check
-from featlearn.plotting import save_figure, set_style
+from featlearn.plotting import set_style
 
 PAPER = "features"
 MIN_FRACTION = 0.9  # [P] claim 9: 18 of 20 tokens
@@ -23,18 +24,16 @@ TITLES = {"ptb": "PTB", "wikitext2": "WikiText-2", "tinyshakespeare": "Tiny Shak
 COLORS = {"top": "tab:blue", "bottom": "tab:red"}  # [P] Fig. 5: majorly co-occurring in blue
 
 
-def read_tables(paths: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(logit tables, training logs), told apart by their columns. Token strings are kept verbatim
+def read_tables(logit_paths: list[str], log_paths: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(logit tables, training logs), each checked by its columns. Token strings are kept verbatim
     (no NA parsing: "null" or "NA" are tokens)."""
     logits, logs = [], []
-    for p in paths:
-        df = pd.read_csv(p, keep_default_na=False, na_filter=False)
-        if "logit" in df.columns:
-            logits.append(df)
-        elif "metric" in df.columns:
-            logs.append(df)
-        else:
-            raise ValueError(f"{p}: neither a logit table nor a training log (columns {list(df.columns)})")
+    for paths, frames, column, what in ((logit_paths, logits, "logit", "logit table"), (log_paths, logs, "metric", "training log")):
+        for p in paths:
+            df = pd.read_csv(p, keep_default_na=False, na_filter=False)
+            if column not in df.columns:
+                raise ValueError(f"{p}: not a {what} (columns {list(df.columns)})")
+            frames.append(df)
     if not logits:
         raise ValueError("no logit table among the inputs")
     return pd.concat(logits, ignore_index=True), pd.concat(logs, ignore_index=True) if logs else pd.DataFrame()
@@ -78,10 +77,11 @@ def display_token(tok: str) -> str:
     return {"\n": "\\n", " ": "space", "\t": "\\t"}.get(tok, tok).replace("$", r"\$")
 
 
-def lm_figure(figure: str, tables: list[str], figures: list[str], scale: str, dpi: int) -> list[Claim]:
+def draw_lm(inputs: dict, cfg: dict, figure: str):
     """One panel per dataset: per frequent token, the logits of its top-k (blue) and bottom-k (red)
-    co-occurring next tokens. Returns claim 9 for each dataset."""
-    df, logs = read_tables(tables)
+    co-occurring next tokens. ``inputs``: lists of ``logits`` tables and training ``log`` tables."""
+    scale = cfg["scale"]
+    df, logs = read_tables(inputs["logits"], inputs["log"])
     datasets = [d for d in ("ptb", "wikitext2", "tinyshakespeare") if d in set(df["dataset"])]
     datasets += sorted(set(df["dataset"]) - set(datasets))
     gaps = token_gaps(df)
@@ -110,5 +110,28 @@ def lm_figure(figure: str, tables: list[str], figures: list[str], scale: str, dp
         ax.legend(fontsize=8, loc="best")
     what = "character GPT" if figure == "5" else "2-layer transformer LM"
     fig.suptitle(f"Sun et al. Fig. {figure}: {what}, logits of majorly vs rarely co-occurring next tokens (scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
-    return cooccurrence_claims(df, f"Fig. {figure}", scale)
+    return fig
+
+
+def claims_lm(inputs: dict, cfg: dict, figure: str) -> list[Claim]:
+    """Claim 9 for each dataset of the figure."""
+    df, _ = read_tables(inputs["logits"], inputs["log"])
+    return cooccurrence_claims(df, f"Fig. {figure}", cfg["scale"])
+
+
+def draw_5(inputs: dict, cfg: dict):
+    """Fig. 5: the character GPT on Tiny Shakespeare."""
+    return draw_lm(inputs, cfg, "5")
+
+
+def claims_5(inputs: dict, cfg: dict) -> list[Claim]:
+    return claims_lm(inputs, cfg, "5")
+
+
+def draw_7(inputs: dict, cfg: dict):
+    """Fig. 7: the 2-layer transformer LM on PTB and WikiText-2."""
+    return draw_lm(inputs, cfg, "7")
+
+
+def claims_7(inputs: dict, cfg: dict) -> list[Claim]:
+    return claims_lm(inputs, cfg, "7")

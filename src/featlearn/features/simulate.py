@@ -7,23 +7,26 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from featlearn.features.experiments import _log, _write_csv, load_splits
+from featlearn.features.experiments import _log, load_splits
+from featlearn.features.extract import write_csv
 
 
-def theory_job(cfg: dict, data_dir: str, extracted_csv: str, curves_csv: str, scores_csv: str) -> None:
+def theory_job(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Linear NTK flow on the (subsampled) SST training set for the MLP with every activation and for SA,
     at each sigma_v. All MLP flows share one step (from the largest kernel), as do the SA flows, so that
     the sigma_v settings are compared at equal flow time. Writes the flow curves (step, training loss,
-    shared bias mu b) and the predicted scores rho u_e + mu b of the extracted tokens at the logged steps."""
+    shared bias mu b) to ``outputs["curves"]`` and the predicted scores rho u_e + mu b of the extracted tokens
+    at the logged steps to ``outputs["scores"]``. ``inputs``: the prepared SST ``train`` split, its ``vocab``
+    and its ``extracted`` units (registry ``features_theory``)."""
     from featlearn.features import theory as T
 
-    rows, vocab = load_splits({**cfg, "dataset": "sst", "max_eval": 0}, data_dir)
+    rows, vocab = load_splits({**cfg, "dataset": "sst", "max_eval": 0}, inputs)
     index = {w: i for i, w in enumerate(vocab)}
     train_rows = rows["train"]
     seqs = [[index.get(t, index.get("unk", 0)) for t in text.split()] or [index.get("unk", 0)] for _, text in train_rows]
     labels = np.array([y for y, _ in train_rows])
     lengths = np.array([len(s) for s in seqs], dtype=float)
-    extracted = pd.read_csv(extracted_csv, keep_default_na=False, na_values=[""])
+    extracted = pd.read_csv(inputs["extracted"], keep_default_na=False, na_values=[""])
     units = [u for u in extracted.loc[extracted["kind"] == "token", "unit"] if u in index]
     probe_ids = np.array([index[u] for u in units])
     se, sw = cfg["sigma_e"], cfg["sigma_w"]
@@ -70,5 +73,5 @@ def theory_job(cfg: dict, data_dir: str, extracted_csv: str, curves_csv: str, sc
                 "model": model, "activation": act, "sigma_v": sv,
                 "step": np.repeat(out["step"], len(units)), "unit": np.tile(units, n_logs),
                 "score": out["scores"].reshape(-1)}))
-    _write_csv(pd.concat(curve_frames, ignore_index=True), curves_csv)
-    _write_csv(pd.concat(score_frames, ignore_index=True), scores_csv)
+    write_csv(pd.concat(curve_frames, ignore_index=True), outputs["curves"])
+    write_csv(pd.concat(score_frames, ignore_index=True), outputs["scores"])

@@ -1,0 +1,281 @@
+"""What the features paper computes, draws and checks: its compute jobs and figures (read by Snakemake and
+Python; stdlib only).
+
+Classification (Figs. 2-4, 6, 8-13; Tables 3, 5, 6): an extraction job per dataset (Table 6); one training
+job per (dataset, model, optimiser) that trains every activation, sigma_v and seed it needs at once (the job
+table :data:`JOBS`); the linear NTK flow on SST (Fig. 2). Language models (Figs. 5, 7): one training job per
+dataset writes the logits of each frequent token's top-k / bottom-k co-occurring next tokens. Figures and
+tables read only the tidy tables. Settings come from ``config["features"]`` (and the global ``seed``); a
+figure's settings are the part of the config it reads.
+"""
+
+from __future__ import annotations
+
+from featlearn.registry import TABLE, Figure, Job, PaperRegistry, Paths, Resources
+
+PAPER = "features"
+EXTRACT_CODE = ("features/extract.py",)
+TRAIN_CODE = ("features/models.py", "features/train.py", "features/experiments.py", "features/extract.py")
+THEORY_CODE = ("features/theory.py", "features/simulate.py", "features/experiments.py", "features/extract.py")
+PLOT_CODE = ("features/figures.py", "plotting.py", "claims.py")
+LM_WORD_CODE = ("lm", "features/lm.py")
+LM_CHAR_CODE = ("features/gpt.py", "features/lm.py")
+LM_PLOT_CODE = ("features/lm_figures.py", "plotting.py", "claims.py")
+EXPERIMENTS = "featlearn.features.experiments"
+FIGURES_MODULE = "featlearn.features.figures"
+LM_FIGURES_MODULE = "featlearn.features.lm_figures"
+
+DATASETS = ("sst", "sstwsub", "imdb", "ag_news")
+ALL_ACTIVATIONS = "all"  # the configured activations (Table 3)
+BOTH = "both"  # every configured sigma_v; "first": setting I only
+
+# job -> (dataset, model, optimiser, activations, sigma_v, probes)
+JOBS: dict[str, tuple[str, str, str, str, str, str]] = {
+    "sst_mlp": ("sst", "mlp", "adagrad", ALL_ACTIVATIONS, BOTH, "tokens"),  # Figs. 2, 10; Tables 3, 5
+    "sst_cnn": ("sst", "cnn", "adagrad", "relu", BOTH, "tokens"),  # Fig. 2b,e; Table 5
+    "sst_sa": ("sst", "sa", "adagrad", "relu", BOTH, "tokens"),  # Fig. 2c,f; Table 5
+    "sst_sa_mlp": ("sst", "sa_mlp", "adagrad", "relu", BOTH, "tokens"),  # Fig. 2i
+    "sst_mlp_adam": ("sst", "mlp", "adam", "relu", BOTH, "tokens"),  # Fig. 11
+    "sst_mv": ("sst", "mv", "adagrad", "relu", "first", "none"),  # Table 5; claim 5
+    "sst_lrnn": ("sst", "lrnn", "adagrad", "relu", "first", "none"),  # Table 5
+    "sstwsub_mv": ("sstwsub", "mv", "adagrad", "relu", "first", "bigrams"),  # Figs. 3, 6c
+    "sstwsub_sa": ("sstwsub", "sa", "adagrad", "relu", "first", "negation"),  # Figs. 6, 9
+    "sstwsub_cnn": ("sstwsub", "cnn", "adagrad", "relu", "first", "negation"),  # Fig. 8
+    "sstwsub_tr": ("sstwsub", "tr", "adagrad", "relu", "first", "negation"),  # Fig. 8
+    "sstwsub_mlp": ("sstwsub", "mlp", "adagrad", "relu", "first", "none"),  # Table 5
+    "sstwsub_lrnn": ("sstwsub", "lrnn", "adagrad", "relu", "first", "none"),  # Table 5
+    "imdb_mlp": ("imdb", "mlp", "adagrad", ALL_ACTIVATIONS, BOTH, "tokens"),  # Fig. 13a,c; Tables 3, 5
+    "imdb_cnn": ("imdb", "cnn", "adagrad", "relu", "first", "tokens"),  # Fig. 13b; Table 5
+    "imdb_sa": ("imdb", "sa", "adagrad", "relu", "first", "tokens"),  # claim 2; Table 5
+    "imdb_mv": ("imdb", "mv", "adagrad", "relu", "first", "none"),  # Table 5
+    "imdb_lrnn": ("imdb", "lrnn", "adagrad", "relu", "first", "none"),  # Table 5
+    "ag_news_sa": ("ag_news", "sa", "adagrad", "relu", "first", "tokens"),  # Fig. 4; Table 5
+    "ag_news_mlp": ("ag_news", "mlp", "adagrad", ALL_ACTIVATIONS, BOTH, "none"),  # Tables 3, 5
+    "ag_news_cnn": ("ag_news", "cnn", "adagrad", "relu", "first", "none"),  # Table 5
+    "ag_news_mv": ("ag_news", "mv", "adagrad", "relu", "first", "none"),  # Table 5
+    "ag_news_lrnn": ("ag_news", "lrnn", "adagrad", "relu", "first", "none"),  # Table 5
+    "synthetic_lrnn": ("synthetic", "lrnn", "adagrad", "relu", "first", "positions"),  # Fig. 12
+}
+
+# figure -> (datasets it needs, training jobs it reads), in the order of the claims tables
+FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "2": (("sst",), ("sst_mlp", "sst_cnn", "sst_sa", "sst_sa_mlp")),
+    "10": (("sst",), ("sst_mlp",)),
+    "11": (("sst",), ("sst_mlp_adam",)),
+    "3": (("sst", "sstwsub"), ("sstwsub_mv", "sst_mv")),
+    "6": (("sstwsub",), ("sstwsub_sa", "sstwsub_mv")),
+    "8": (("sstwsub",), ("sstwsub_cnn", "sstwsub_tr")),
+    "9": (("sstwsub",), ("sstwsub_sa",)),
+    "12": ((), ("synthetic_lrnn",)),
+    "13": (("imdb",), ("imdb_mlp", "imdb_cnn", "imdb_sa")),
+    "4": (("ag_news",), ("ag_news_sa",)),
+}
+TABLES = ("scores", "metrics", "summary")
+# What is lost when a dataset is off (the start-up message).
+USES = {
+    "sst": "Figs. 2, 3, 10, 11; Table 6 row SST; claims 1-4, 10",
+    "sstwsub": "Figs. 3, 6, 8, 9; Table 6 rows SSTwsub; claims 5, 7",
+    "imdb": "Fig. 13; Table 6 row IMDB; IMDB columns of Tables 3, 5",
+    "ag_news": "Fig. 4 (claim 6); Table 6 row Agnews; Agnews columns of Tables 3, 5",
+}
+LM_CHAR_DATASET = "tinyshakespeare"
+
+
+# --------------------------------------------------------------------------------- paths and settings
+def job_table(paths: Paths, job: str, table: str = "summary") -> str:
+    return paths.paper(PAPER, "train", job, f"{table}.csv")
+
+
+def extracted(paths: Paths, dataset: str) -> str:
+    return paths.paper(PAPER, "extracted", f"{dataset}.csv")
+
+
+def job_settings(cls: dict, job: str, seed: int) -> dict:
+    """The settings of one training job (see :func:`featlearn.features.experiments.train_job`); the device
+    is the job's context."""
+    if job not in JOBS:
+        raise ValueError(f"unknown training job {job!r}; expected one of {sorted(JOBS)}")
+    dataset, kind, optimizer, acts, sigma_v, probe = JOBS[job]
+    ds = cls["datasets"][dataset]
+    train = dict(cls["train"])
+    train.update(kind=kind, optimizer=optimizer, epochs=cls["adam_epochs"] if optimizer == "adam" else ds["epochs"],
+                 lr=cls["adam_lr"] if optimizer == "adam" else ds["lr"], max_len=ds["max_len"], threads=cls["threads"])
+    return {
+        "dataset": dataset,
+        "activations": list(cls["activations"]) if acts == ALL_ACTIVATIONS else [acts],
+        "sigma_v": list(cls["sigma_v"]) if sigma_v == BOTH else list(cls["sigma_v"][:1]),
+        "seeds": [seed + i for i in range(ds["seeds"])],
+        "probe": probe,
+        "ks": cls["synthetic"]["ks"],
+        "max_train": ds["max_train"],
+        "max_eval": ds["max_eval"],
+        "subsample_seed": seed,
+        "synthetic": cls["synthetic"],
+        "settings": train,
+    }
+
+
+def job_inputs(job: str, paths: Paths) -> dict[str, str]:
+    """A training job's prepared splits, vocabulary and extraction table (none for the synthetic data)."""
+    dataset = JOBS[job][0]
+    if dataset == "synthetic":
+        return {}
+    files = {s: paths.prepared(dataset, f"{s}.tsv") for s in ("train", "dev", "test")}
+    return {**files, "vocab": paths.prepared(dataset, "vocab.json"), "extracted": extracted(paths, dataset)}
+
+
+def figure_inputs(n: str, paths: Paths) -> dict[str, str]:
+    """The tables figure ``n`` reads, named ``<job>_<table>``, ``extracted_<dataset>`` and (Fig. 2)
+    ``theory_<table>`` (see :class:`featlearn.features.figures.Inputs`)."""
+    _, jobs = FIGURES[n]
+    inputs = {f"{j}_{t}": job_table(paths, j, t) for j in jobs for t in TABLES}
+    for d in sorted({JOBS[j][0] for j in jobs} - {"synthetic"}):
+        inputs[f"extracted_{d}"] = extracted(paths, d)
+    if n == "2":
+        inputs |= {f"theory_{t}": paths.paper(PAPER, "theory", f"{t}.csv") for t in ("curves", "scores")}
+    return inputs
+
+
+def table_inputs(table: str, paths: Paths, datasets_on: list[str]) -> dict[str, str]:
+    """Inputs of Table 6 (extracted units and split sizes), Table 3 (summaries of the MLP jobs on SST, IMDB,
+    AG News) or Table 5 (MLP, CNN, SA, MV, L-RNN on every dataset), for the datasets on."""
+    datasets = [d for d in DATASETS if d in datasets_on]
+    if table == "6":
+        return {**{f"extracted_{d}": extracted(paths, d) for d in datasets},
+                **{f"stats_{d}": paths.prepared(d, "stats.json") for d in datasets}}
+    models = ("mlp",) if table == "3" else ("mlp", "cnn", "sa", "mv", "lrnn")
+    datasets = [d for d in datasets if not (table == "3" and d == "sstwsub")]
+    return {f"{d}_{m}_summary": job_table(paths, f"{d}_{m}") for d in datasets for m in models if f"{d}_{m}" in JOBS}
+
+
+def lm_word_settings(lm: dict, dataset: str) -> dict:
+    word = lm["word"]
+    return ({k: v for k, v in word.items() if k not in ("datasets", "iterations")}
+            | {"iterations": word["iterations"][dataset], "n_frequent": lm["n_frequent"], "seed": lm["seed"],
+               "dataset": dataset})
+
+
+def lm_char_settings(lm: dict) -> dict:
+    return lm["char"] | {"n_frequent": lm["n_frequent"], "seed": lm["seed"], "dataset": LM_CHAR_DATASET}
+
+
+# ----------------------------------------------------------------------------------------------- registry
+def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
+    cls, lm = config[PAPER]["cls"], config[PAPER]["lm"]
+    out = lambda *parts: paths.paper(PAPER, *parts)  # noqa: E731
+    on = [d for d in DATASETS if dataset_on(d)]
+    skipped = {f"features {USES[d]}": f"dataset {d} is not available" for d in DATASETS if d not in on}
+
+    jobs = [
+        Job(
+            name="features_extract",
+            paper=PAPER,
+            run="featlearn.features.extract:extract_job",
+            inputs={"train": paths.prepared("{dataset}", "train.tsv")},
+            outputs={"extracted": out("extracted", "{dataset}.csv")},
+            settings=lambda wc: {**cls["extract"], "dataset": wc.dataset},
+            stem="extract_{dataset}",
+            code=EXTRACT_CODE,
+            resources=Resources(mem_mb=4000, runtime=10),
+            wildcards={"dataset": "|".join(DATASETS)},
+        ),
+        Job(
+            name="features_train",
+            paper=PAPER,
+            run=f"{EXPERIMENTS}:train_job",
+            inputs=lambda wc: job_inputs(wc.job, paths),
+            outputs={t: out("train", "{job}", f"{t}.csv") for t in TABLES},
+            settings=lambda wc: job_settings(cls, wc.job, config["seed"]),
+            stem="train_{job}",
+            code=TRAIN_CODE,
+            threads=cls["threads"],
+            # mem_mb is a function of the wildcards: the IMDB and AG News jobs need more
+            resources=Resources(mem_mb=lambda wc: 6000 if JOBS[wc.job][0] in ("imdb", "ag_news") else 3000,
+                                runtime=60, gpu=True),
+            wildcards={"job": "|".join(JOBS)},
+        ),
+        Job(
+            name="features_theory",
+            paper=PAPER,
+            run="featlearn.features.simulate:theory_job",
+            inputs={"train": paths.prepared("sst", "train.tsv"), "vocab": paths.prepared("sst", "vocab.json"),
+                    "extracted": extracted(paths, "sst")},
+            outputs={t: out("theory", f"{t}.csv") for t in ("curves", "scores")},
+            settings=cls["theory"]
+            | {k: cls["train"][k] for k in ("sigma_e", "sigma_w", "d")}
+            | {"sigma_v": cls["sigma_v"], "seed": config["seed"], "subsample_seed": config["seed"],
+               "max_train": cls["datasets"]["sst"]["max_train"]},
+            stem="theory",
+            code=THEORY_CODE,
+            resources=Resources(mem_mb=3000, runtime=30),
+        ),
+    ]
+
+    def figure(fig_id, inputs, settings=None, kind=None, module=FIGURES_MODULE, code=PLOT_CODE):
+        name = f"table{fig_id}" if kind == TABLE else fig_id
+        return Figure(paper=PAPER, id=fig_id, inputs=inputs, code=code, draw=f"{module}:draw_{name}",
+                      claims=f"{module}:claims_{name}", settings=settings or {}, **({"kind": kind} if kind else {}))
+
+    sigma_v = {"sigma_v": cls["sigma_v"]}
+    fig_settings = {"2": sigma_v, "10": sigma_v, "11": sigma_v, "13": sigma_v,
+                    "12": {"ks": cls["synthetic"]["ks"], "distance": cls["synthetic"]["distance"]}}
+    figures = []
+    if on:
+        figures += [figure("6", table_inputs("6", paths, on), kind=TABLE),
+                    figure("3", table_inputs("3", paths, on), sigma_v, kind=TABLE),
+                    figure("5", table_inputs("5", paths, on), sigma_v, kind=TABLE)]
+    figures += [figure(n, figure_inputs(n, paths), fig_settings.get(n))
+                for n, (needs, _) in FIGURES.items() if all(d in on for d in needs)]
+
+    # ---- language models (Figs. 5, 7)
+    lm_out = lambda dataset, table: out("lm", dataset, f"{table}.csv")  # noqa: E731
+    lm_inputs = lambda dataset: {  # noqa: E731
+        "train": paths.prepared(dataset, "train.pt"),
+        "valid": paths.prepared(dataset, "valid.pt"),
+        "vocab": paths.prepared(dataset, "vocab.json"),
+    }
+    word = lm["word"]
+    jobs += [
+        Job(
+            name="features_lm_word",
+            paper=PAPER,
+            run="featlearn.features.lm:word_run",
+            inputs=lm_inputs("{dataset}"),
+            outputs={t: lm_out("{dataset}", t) for t in ("log", "logits")},
+            settings=lambda wc: lm_word_settings(lm, wc.dataset),
+            stem="lm/{dataset}",
+            code=LM_WORD_CODE,
+            threads=lm["threads"],
+            # runtime is a function of the wildcards: the dataset's iterations
+            resources=Resources(mem_mb=6000, runtime=lambda wc: 30 + word["iterations"][wc.dataset] // 100, gpu=True),
+            wildcards={"dataset": "|".join(word["datasets"])},
+            work_dir=lambda wc: out("lm", wc.dataset, "resume"),
+        ),
+        Job(
+            name="features_lm_char",
+            paper=PAPER,
+            run="featlearn.features.lm:char_run",
+            inputs=lm_inputs(LM_CHAR_DATASET),
+            outputs={t: lm_out(LM_CHAR_DATASET, t) for t in ("log", "logits")},
+            settings=lm_char_settings(lm),
+            stem=f"lm/{LM_CHAR_DATASET}",
+            code=LM_CHAR_CODE,
+            threads=lm["threads"],
+            resources=Resources(mem_mb=4000, runtime=30 + lm["char"]["iterations"] // 100, gpu=True),
+            work_dir=out("lm", LM_CHAR_DATASET, "resume"),
+        ),
+    ]
+    word_on = [d for d in word["datasets"] if dataset_on(d)]
+    if word_on:
+        figures.append(figure("7", {t: [lm_out(d, t) for d in word_on] for t in ("logits", "log")},
+                              module=LM_FIGURES_MODULE, code=LM_PLOT_CODE))
+        for d in sorted(set(word["datasets"]) - set(word_on)):
+            skipped[f"features Fig. 7 panel {d}"] = f"dataset {d} is not available"
+    else:
+        skipped["features Fig. 7"] = f"none of the datasets {word['datasets']} is available"
+    if dataset_on(LM_CHAR_DATASET):
+        figures.append(figure("5", {t: [lm_out(LM_CHAR_DATASET, t)] for t in ("logits", "log")},
+                              module=LM_FIGURES_MODULE, code=LM_PLOT_CODE))
+    else:
+        skipped["features Fig. 5"] = f"dataset {LM_CHAR_DATASET} is not available"
+    return PaperRegistry(PAPER, jobs=tuple(jobs), figures=tuple(figures), skipped=skipped)
