@@ -44,12 +44,13 @@ class Paths:
 
 @dataclass(frozen=True)
 class Resources:
-    """What a compute job asks of the scheduler. ``gpu``: the job can use an accelerator (it then runs on
-    the configured ``device`` and asks for a GPU unless that device is ``cpu``); otherwise it runs on the
-    CPU whatever the configured device."""
+    """What a compute job asks of the scheduler. ``mem_mb`` and ``runtime`` (minutes) are numbers, or functions
+    of the wildcards where a job's size depends on them. ``gpu``: the job can use an accelerator (it then
+    runs on the configured ``device`` and asks for a GPU unless that device is ``cpu``); otherwise it runs
+    on the CPU whatever the configured device."""
 
-    mem_mb: int = 2000
-    runtime: int = 10  # minutes
+    mem_mb: int | Callable[[Any], int] = 2000
+    runtime: int | Callable[[Any], int] = 10
     gpu: bool = False
 
 
