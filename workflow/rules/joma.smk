@@ -22,7 +22,9 @@ if _joma_fig6 is not None:
         output:
             png=report_figure("joma/fig6", "joma", "joma_fig6.rst"),
             other=other_formats("joma/fig6"),
-            rank_png=report_figure("joma/fig6_stable_rank", "joma", "joma_fig6_stable_rank.rst"),
+            rank_png=report_figure(
+                "joma/fig6_stable_rank", "joma", "joma_fig6_stable_rank.rst"
+            ),
             rank_other=other_formats("joma/fig6_stable_rank"),
             claims=_joma_fig6.claims_file(PATHS),
         log:
@@ -37,7 +39,8 @@ if _joma_fig6 is not None:
             dpi=config["report"]["dpi"],
             code=code_hash(*_joma_fig6.code),
         shell:
-            joma_figure_command(_joma_fig6, "{output.png} {output.other}") + " > {log} 2>&1; "
+            joma_figure_command(_joma_fig6, "{output.png} {output.other}")
+            + " > {log} 2>&1; "
             + joma_figure_command(
                 _joma_fig6,
                 "{output.rank_png} {output.rank_other}",
@@ -78,7 +81,8 @@ rule table_joma_1:
         code=code_hash(*_joma_table1.code),
     shell:
         # the LaTeX table: a compute step (`figure` writes a table as CSV and Markdown only)
-        joma_figure_command(_joma_table1, "{output.csv} {output.md}") + " > {log} 2>&1; "
+        joma_figure_command(_joma_table1, "{output.csv} {output.md}")
+        + " > {log} 2>&1; "
         "python -m featlearn compute --run featlearn.joma.table1_figures:write_latex"
         " --settings {params.latex_settings:q} --inputs {params.inputs:q} --outputs {params.latex:q}"
         " --threads 1 --device cpu >> {log} 2>&1"
