@@ -1,6 +1,6 @@
 # Two commands for a newcomer (see README):
 #   make run    set up .venv, then run the whole pipeline at the default scale
-#   make test   set up .venv, then run the tests (unit + workflow) and the Snakemake linter
+#   make test   set up .venv, then run the tests (unit + workflow), the Snakemake linter, ruff and snakefmt
 # Extra Snakemake arguments: make run ARGS="--configfile config/smoke.yaml"
 
 VENV ?= .venv
@@ -24,6 +24,8 @@ run: setup
 test: setup
 	pytest $(ARGS)
 	snakemake --lint
+	ruff check src tests
+	snakefmt --check Snakefile workflow/rules/
 
 report: setup
 	snakemake --report results/report.html $(ARGS)
