@@ -355,7 +355,8 @@ def test_run_sweep_writes_one_row_per_run(tmp_path):
 def test_bench_reports_throughput():
     from featlearn.templates.bench import benchmark
 
-    row = benchmark({"task": {"name": "aba_abb"}, "model": TINY, "runs": 4, "epochs": 2, "sequential_runs": 1}, n=8)
+    row = benchmark({"task": {"name": "aba_abb"}, "arch": "transformer", "model": TINY, "batch": 1024, "runs": 4, "epochs": 2,
+                     "sequential_runs": 1, "device": "cpu"}, n=8)
     assert row["vectorised_model_steps_per_s"] > 0 and row["sequential_model_steps_per_s"] > 0
     assert row["speedup"] == pytest.approx(row["sequential_seconds_per_run"] * 4 / row["vectorised_seconds"])
     assert row["engine_mode"] == "vmap" and row["vectorised_model_steps_per_s"] == row["vmap_model_steps_per_s"]
@@ -374,7 +375,7 @@ def test_k_attn_at_beta_zero_equals_its_closed_form():
     assert torch.allclose(mc, exact, atol=1e-12)
     # hand value: αααα+CLS against ββββ+CLS on fresh tokens shares only the CLS: (1 + γ² k) / k²
     assert float(exact[0, 0]) == pytest.approx((1 + 0.64 * 5) / 25)
-    assert K.beta0_table({"tasks": [{"name": "aba_abb"}], "gamma": 1.0, "n_mc": 32})["max_abs_diff"].max() < 1e-12
+    assert K.beta0_table({"tasks": [{"name": "aba_abb"}], "gamma": 1.0, "n_mc": 32, "seed": 0})["max_abs_diff"].max() < 1e-12
 
 
 def test_cosine_closed_form_matches_sampling():

@@ -192,18 +192,28 @@ def _lm_log(variant, ppl, dataset_dir):
     return str(path)
 
 
+def _fig6(logs: list[str], out: list[str]) -> list:
+    """What rule fig_templates_6 does: the figure (out[0]), the table (out[1] CSV, out[2] Markdown), the claims."""
+    from featlearn.figure import write_outputs
+
+    inputs, cfg = {"logs": logs}, {"scale": "test"}
+    write_outputs(GF.draw_6(inputs, cfg), out[:1], 40)
+    write_outputs(GF.table_6(inputs, cfg), out[1:], 40)
+    return GF.claims_6(inputs, cfg)
+
+
 def test_fig6_table_and_claim_on_planted_logs(tmp_path):
     logs = [_lm_log("vanilla", 120.0, tmp_path / "wikitext2"), _lm_log("identity", 110.0, tmp_path / "wikitext2")]
     out = [str(tmp_path / f) for f in ("fig6.png", "fig6.csv", "fig6.md")]
-    claims = GF.fig6(logs, out[:1], out[1], out[2], "test", 40)
+    claims = _fig6(logs, out)
     assert len(claims) == 1 and claims[0].claim_id == "12_wikitext2" and claims[0].passed and claims[0].measured == pytest.approx(10.0)
     md = Path(out[2]).read_text()
     assert "| WikiText-2 | 10 | 120.00 | 110.00 | 24 | 64.00 | 60.46 |" in md
     logs = [_lm_log("vanilla", 100.0, tmp_path / "b" / "wikitext2"), _lm_log("identity", 104.0, tmp_path / "b" / "wikitext2")]
-    (claim,) = GF.fig6(logs, out[:1], out[1], out[2], "test", 40)
+    (claim,) = _fig6(logs, out)
     assert not claim.passed and claim.measured == pytest.approx(-4.0)
     with pytest.raises(ValueError, match="identity"):
-        GF.fig6(logs[:1], out[:1], out[1], out[2], "test", 40)
+        _fig6(logs[:1], out)
 
 
 # --------------------------------------------------------------------------------------- pretrained checkpoints
@@ -292,6 +302,9 @@ def test_finetune_on_t5_and_heads_on_a_cached_model(hub, tmp_path):
     with pytest.raises(ValueError, match="head 7"):
         G.head_matrices(body, 0, 6)
 
-    GF.fig7([paths["pretrained"], paths["scratch"]], str(tmp_path / "heads.csv"), [str(tmp_path / "fig7.png")], "test", 40)
-    GF.fig24([paths["pretrained"]], [str(tmp_path / "fig24.png")], "test", 40)
+    from featlearn.figure import write_outputs
+
+    fig7 = GF.draw_7({"finetune": [paths["pretrained"], paths["scratch"]], "heads": [str(tmp_path / "heads.csv")]}, {"scale": "test"})
+    write_outputs(fig7, [str(tmp_path / "fig7.png")], 40)
+    write_outputs(GF.draw_24({"finetune": [paths["pretrained"]]}, {"scale": "test"}), [str(tmp_path / "fig24.png")], 40)
     assert (tmp_path / "fig7.png").stat().st_size > 1000 and (tmp_path / "fig24.png").stat().st_size > 1000

@@ -3,6 +3,7 @@ formula, the N matrix, kernel ridge regression, the tables, the figure and the c
 
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
@@ -193,6 +194,8 @@ def test_figure_and_claims_from_tables(tmp_path):
 
     out = tmp_path / "fig.png"
     claims = tmp_path / "claims.csv"
-    assert main(["templates-kernels-figure", "--tables", *map(str, paths), "--figures", str(out), "--claims", str(claims),
-                 "--scale", "test", "--dpi", "40"]) == 0
+    inputs = json.dumps(dict(zip(("n_matrix", "beta0", "krr"), map(str, paths))))
+    assert main(["figure", "--draw", "featlearn.templates.kernels_figures:draw_kernels",
+                 "--claims-fn", "featlearn.templates.kernels_figures:claims_kernels", "--inputs", inputs,
+                 "--figures", str(out), "--claims", str(claims), "--scale", "test", "--dpi", "40"]) == 0
     assert out.stat().st_size > 1000 and len(pd.read_csv(claims)) == 6

@@ -102,15 +102,6 @@ def build_parser() -> argparse.ArgumentParser:
     from featlearn.templates.bench import register as register_templates_bench
 
     register_templates_bench(sub)
-    from featlearn.templates.sweep_cli import register as register_templates_sweeps
-
-    register_templates_sweeps(sub)
-    from featlearn.templates.kernels_cli import register as register_templates_kernels
-
-    register_templates_kernels(sub)
-    from featlearn.templates.gpt2_cli import register as register_templates_gpt2
-
-    register_templates_gpt2(sub)
     return parser
 
 

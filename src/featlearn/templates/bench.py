@@ -27,22 +27,23 @@ def _group(settings: dict, n: int, runs: list[RunSpec], epochs: int) -> Group:
         make_task(**dict(settings["task"])),
         n,
         runs,
-        arch=settings.get("arch", "transformer"),
-        model=dict(settings.get("model", {})),
+        arch=settings["arch"],
+        model=dict(settings["model"]),
         epochs=epochs,
-        batch=int(settings.get("batch", 1024)),
+        batch=int(settings["batch"]),
         eval_every=int(settings.get("eval_every", 1)),
         dtype=dtype,
-        device=settings.get("device", "cpu"),
+        device=settings["device"],
         progress=False,
     )
 
 
 def benchmark(settings: dict, n: int) -> dict:
     """One measurement at training-set size n. ``settings``: task, arch, model, runs (R), epochs, batch,
-    eval_every, sequential_runs, lr, dtype, device (see ``featlearn.templates.sweep.Group``)."""
+    sequential_runs, device (required) and optionally eval_every, lr, dtype (see
+    ``featlearn.templates.sweep.Group``)."""
     R, epochs = int(settings["runs"]), int(settings["epochs"])
-    variants = list(VARIANTS) if settings.get("arch", "transformer") == "transformer" else ["vanilla"]
+    variants = list(VARIANTS) if settings["arch"] == "transformer" else ["vanilla"]
     runs = [RunSpec(1 + i // len(variants), float(settings.get("lr", 1e-3)), variants[i % len(variants)]) for i in range(R)]
     train_group(_group(settings, n, runs[:2], 1))  # warm-up (allocator, kernels)
     group = _group(settings, n, runs, epochs)
@@ -50,11 +51,11 @@ def benchmark(settings: dict, n: int) -> dict:
     looped = train_group(dataclasses.replace(group, looped=True)).seconds
     mode = "looped" if auto_looped(group) else "vmap"
     vec = looped if mode == "looped" else vmapped
-    m = min(int(settings.get("sequential_runs", 2)), R)
+    m = min(int(settings["sequential_runs"]), R)
     ref = sum(train_reference(group, run).seconds for run in runs[:m]) / m
     single = sum(train_group(_group(settings, n, [run], epochs)).seconds for run in runs[:m]) / m
     steps = epochs * group.steps_per_epoch
-    device = settings.get("device", "cpu")
+    device = settings["device"]
     out = {
         "task": group.task.name,
         "arch": group.arch,
@@ -103,6 +104,11 @@ def run_benchmark(settings: dict, out: str | None = None) -> list[dict]:
     return rows
 
 
+def bench(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Compute job ``templates_bench``: ``run_benchmark`` on the job's device to ``outputs["bench"]``."""
+    print(json.dumps(run_benchmark({**settings, "device": ctx.device}, outputs["bench"]), indent=2))
+
+
 def register(sub) -> None:
     """``python -m featlearn templates-bench --settings JSON [--out bench.json] [--threads T]``."""
     from featlearn.devices import resolve_device
@@ -110,7 +116,7 @@ def register(sub) -> None:
     def run(args) -> None:
         torch.set_num_threads(args.threads)
         settings = json.loads(args.settings)
-        settings["device"] = resolve_device(settings.get("device", "auto"))
+        settings["device"] = resolve_device(settings.get("device", "auto"))  # a hand-written JSON may leave it out
         print(json.dumps(run_benchmark(settings, args.out), indent=2))
 
     p = sub.add_parser("templates-bench", help="templates: vectorised sweep vs one-at-a-time training throughput")

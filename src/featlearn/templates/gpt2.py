@@ -353,7 +353,7 @@ def finetune_table(settings: dict, name: str, init: str, out_csv: str, device: s
         for seed in range(1, int(settings["seeds"]) + 1):
             data = make_datasets(task, int(n), seed)
             torch.manual_seed(seed)
-            body = load_pretrained(name, settings["revision"], settings.get("cache_dir"), bool(settings.get("offline", False)),
+            body = load_pretrained(name, settings["revision"], settings["cache_dir"], bool(settings["offline"]),
                                    pretrained=init == "pretrained")
             model = TemplateGPT2(body, data.vocab.size).to(device)
             res = finetune_t5(model, data, {**settings, "seed": seed}, device)
@@ -389,7 +389,7 @@ def heads_table(settings: dict, name: str, out_csv: str) -> pd.DataFrame:
     """Fig. 7 right: the top-left ``size``×``size`` corner of W_K W_Q^T of (kq.layer, kq.head) and of W_V W_O^T of
     (vo.layer, vo.head) of the pretrained model (layers and heads 1-indexed as in the paper), in long format
     (matrix, layer, head, i, j, value; i, j 0-indexed)."""
-    body = load_pretrained(name, settings["revision"], settings.get("cache_dir"), bool(settings.get("offline", False)))
+    body = load_pretrained(name, settings["revision"], settings["cache_dir"], bool(settings["offline"]))
     L = body.config.n_layer
     frames = []
     for key, which in (("kq", 0), ("vo", 1)):
@@ -407,3 +407,34 @@ def heads_table(settings: dict, name: str, out_csv: str) -> pd.DataFrame:
     with atomic_open(out_csv, newline="") as fh:
         df.to_csv(fh, index=False, float_format="%.8g")
     return df
+
+
+# ---- compute jobs of the registry (featlearn.templates.registry)
+
+
+def _offline(settings: dict) -> dict:
+    """``offline`` as the datasets resolve it (FEATLEARN_OFFLINE overrides the configured value)."""
+    from featlearn.data.fetch import resolve_offline
+
+    return {**settings, "offline": resolve_offline(bool(settings["offline"]))}
+
+
+def wikitext(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Compute job ``templates_gpt2_wikitext``: one variant (``settings["variant"]``) on one prepared WikiText
+    (inputs ``train``, ``valid``, ``vocab``) to ``outputs["log"]``; resume checkpoints in ``ctx.work_dir``."""
+    lm = {k: v for k, v in settings.items() if k != "variant"}
+    train_wikitext(lm, settings["variant"], inputs["train"], inputs["valid"], inputs["vocab"], outputs["log"],
+                   work_dir=ctx.work_dir, device=ctx.device)
+
+
+def finetune(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Compute job ``templates_gpt2_finetune``: ``settings["model"]`` (init ``settings["init"]``) fine-tuned on
+    T5 to ``outputs["table"]``."""
+    cfg = {k: v for k, v in _offline(settings).items() if k not in ("model", "init")}
+    finetune_table(cfg, settings["model"], settings["init"], outputs["table"], device=ctx.device)
+
+
+def heads(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Compute job ``templates_gpt2_heads``: the pretrained heads of ``settings["model"]`` to ``outputs["table"]``."""
+    cfg = {k: v for k, v in _offline(settings).items() if k != "model"}
+    heads_table(cfg, settings["model"], outputs["table"])

@@ -1,6 +1,9 @@
 """GPT-2 figures of the templates paper: Fig. 6 (table: WikiText perplexity, vanilla vs identity scalings, with
 claim 12), Fig. 7 (pretrained vs from-scratch GPT-2 fine-tuned on T5; heatmaps of pretrained heads) and Fig. 24
-(pretrained GPT-2 of three sizes on T5). Reads only the tables of ``featlearn.templates.gpt2``."""
+(pretrained GPT-2 of three sizes on T5). Reads only the tables of ``featlearn.templates.gpt2``.
+
+Fig. 6 is a figure and a table: ``draw_6`` (the figure), ``table_6`` (CSV and Markdown) and ``claims_6``, all of
+the WikiText logs (input ``logs``); Figs. 7 and 24: ``draw_7``, ``draw_24``."""
 
 from __future__ import annotations
 
@@ -10,8 +13,7 @@ import pandas as pd
 import seaborn as sns
 
 from featlearn.claims import Claim, check
-from featlearn.io import atomic_open, write_text
-from featlearn.plotting import save_figure, set_style
+from featlearn.plotting import set_style
 
 PAPER = "templates"
 
@@ -59,11 +61,22 @@ def fig6_claims(summary: pd.DataFrame, scale: str) -> list[Claim]:
     ]
 
 
-def fig6(log_csvs: list[str], figures: list[str], out_csv: str, out_md: str, scale: str, dpi: int) -> list[Claim]:
-    df = read_lm_logs(log_csvs)
-    summary = fig6_summary(df)
-    with atomic_open(out_csv, newline="") as fh:
-        summary.to_csv(fh, index=False, float_format="%.6g")
+def _fig6_logs(inputs: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    df = read_lm_logs(inputs["logs"])
+    return df, fig6_summary(df)
+
+
+def claims_6(inputs: dict, cfg: dict) -> list[Claim]:
+    """Claim 12 from the WikiText logs (input ``logs``)."""
+    return fig6_claims(_fig6_logs(inputs)[1], cfg["scale"])
+
+
+def table_6(inputs: dict, cfg: dict):
+    """Fig. 6's table: final validation perplexities of both variants next to the paper's values."""
+    from featlearn.figure import Table
+
+    summary = _fig6_logs(inputs)[1]
+    scale = cfg["scale"]
     lines = [f"**Fig. 6 (scale: {scale})**: validation perplexity of GPT-2 trained from random initialisation, vanilla vs "
              "trainable identity scalings (2 extra parameters per head), same recipe. Here: word-level WikiText "
              "vocabulary (per-word perplexity); the paper: GPT-2 117M with its BPE tokenizer, 20 epochs.", "",
@@ -72,8 +85,18 @@ def fig6(log_csvs: list[str], figures: list[str], out_csv: str, out_md: str, sca
     for r in summary.itertuples():
         lines.append(f"| {DATASET_LABELS.get(r.dataset, r.dataset)} | {r.steps} | {r.vanilla_ppl:.2f} | {r.identity_ppl:.2f} | "
                      f"{r.parameters_identity - r.parameters_vanilla} | {r.paper_vanilla_ppl:.2f} | {r.paper_identity_ppl:.2f} |")
-    write_text(out_md, "\n".join(lines) + "\n")
+    # the CSV keeps 6 significant digits of every float (Table writes the frame as it is)
+    frame = summary.copy()
+    for col in frame.columns:
+        if pd.api.types.is_float_dtype(frame[col]):
+            frame[col] = [v if np.isnan(v) else "%.6g" % v for v in frame[col]]
+    return Table(frame, "\n".join(lines) + "\n")
 
+
+def draw_6(inputs: dict, cfg: dict):
+    """Fig. 6: validation perplexity during training, vanilla vs identity scalings, one panel per dataset."""
+    df, summary = _fig6_logs(inputs)
+    scale = cfg["scale"]
     set_style()
     datasets = list(summary["dataset"])
     fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 4), layout="constrained", squeeze=False)
@@ -89,8 +112,7 @@ def fig6(log_csvs: list[str], figures: list[str], out_csv: str, out_md: str, sca
         ax.set_title(DATASET_LABELS.get(dataset, dataset))
         ax.legend(fontsize=8)
     fig.suptitle(f"Templates Fig. 6: GPT-2 from scratch, vanilla vs identity scalings (scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
-    return fig6_claims(summary, scale)
+    return fig
 
 
 def _finetune_curves(ax, df: pd.DataFrame, hue: str, labels: dict) -> None:
@@ -104,9 +126,12 @@ def _finetune_curves(ax, df: pd.DataFrame, hue: str, labels: dict) -> None:
     ax.legend(fontsize=8)
 
 
-def fig7(finetune_csvs: list[str], heads_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
-    ft = pd.concat([pd.read_csv(p) for p in finetune_csvs], ignore_index=True)
+def draw_7(inputs: dict, cfg: dict):
+    """Fig. 7: fine-tuning tables (input ``finetune``: pretrained, scratch) and the heads table (``heads``)."""
+    ft = pd.concat([pd.read_csv(p) for p in inputs["finetune"]], ignore_index=True)
+    (heads_csv,) = inputs["heads"]
     heads = pd.read_csv(heads_csv)
+    scale = cfg["scale"]
     set_style()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.3), layout="constrained")
     seeds = int(ft["seed"].nunique())
@@ -122,16 +147,16 @@ def fig7(finetune_csvs: list[str], heads_csv: str, figures: list[str], scale: st
         r = sub.iloc[0]
         ax.set_title(f"{matrix.replace('^T', 'ᵀ')}, head {int(r['head'])}, layer {int(r['layer'])} (top-left {k}×{k})")
     fig.suptitle(f"Templates Fig. 7: pretrained vs random-init GPT-2 on T5, and pretrained heads' diagonals (scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
-    return []
+    return fig
 
 
-def fig24(finetune_csvs: list[str], figures: list[str], scale: str, dpi: int) -> list[Claim]:
-    ft = pd.concat([pd.read_csv(p) for p in finetune_csvs], ignore_index=True)
+def draw_24(inputs: dict, cfg: dict):
+    """Fig. 24: pretrained GPT-2 sizes fine-tuned on T5 (input ``finetune``)."""
+    ft = pd.concat([pd.read_csv(p) for p in inputs["finetune"]], ignore_index=True)
+    scale = cfg["scale"]
     ft = ft[ft["init"] == "pretrained"]
     set_style()
     fig, ax = plt.subplots(figsize=(6, 4.3), layout="constrained")
     _finetune_curves(ax, ft, "model", {"gpt2": "GPT-2 small", "gpt2-medium": "GPT-2 medium", "gpt2-large": "GPT-2 large"})
     ax.set_title(f"Templates Fig. 24: pretrained GPT-2 sizes fine-tuned on T5 (scale: {scale})", fontsize=10)
-    save_figure(fig, *figures, dpi=dpi)
-    return []
+    return fig

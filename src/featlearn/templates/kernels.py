@@ -249,8 +249,8 @@ def n_matrix_table(settings: dict) -> pd.DataFrame:
                 settings["b1"],
                 settings["b2"],
                 settings["n_mc"],
-                settings.get("seed", 0),
-                settings.get("batches", 20),
+                settings["seed"],
+                settings["batches"],
             )
             rows.append({"task": task.name, "kernel": kernel, **conditioning(N, Nb)})
     return pd.DataFrame(rows)
@@ -263,7 +263,7 @@ def beta0_table(settings: dict) -> pd.DataFrame:
         task = make_task(**dict(spec))
         X, Y, cls = fresh_substitutions(task)
         Xc, Yc = with_cls(X, cls), with_cls(Y, cls)
-        mc = k_attn(Xc, Yc, 0.0, settings["gamma"], settings["n_mc"], settings.get("seed", 0))[0]
+        mc = k_attn(Xc, Yc, 0.0, settings["gamma"], settings["n_mc"], settings["seed"])[0]
         exact = k_attn_beta0(Xc, Yc, settings["gamma"])
         rows.append({"task": task.name, "max_abs_diff": float((mc - exact).abs().max()), "max_exact": float(exact.abs().max())})
     return pd.DataFrame(rows)
@@ -289,10 +289,16 @@ def krr_table(settings: dict) -> pd.DataFrame:
                         settings["b1"],
                         settings["b2"],
                         settings["n_mc"],
-                        settings.get("n_test", 100),
+                        settings["n_test"],
                     )
                     rows.append({"task": task.name, "kernel": kernel, "n": int(n), "seed": seed, **res})
     return pd.DataFrame(rows)
+
+
+def compute(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Compute job ``templates_kernels``: the three tables (outputs ``n_matrix``, ``beta0``, ``krr``) from
+    the ``templates.kernels`` settings."""
+    write_tables(settings, outputs["n_matrix"], outputs["beta0"], outputs["krr"])
 
 
 def write_tables(settings: dict, n_matrix_csv: str, beta0_csv: str, krr_csv: str) -> None:

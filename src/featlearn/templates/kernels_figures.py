@@ -1,6 +1,7 @@
 """Kernel theory of Sec. 3 (claim 11): the N matrix's smallest singular value per task for the transformer
 and MLP kernels, and kernel ridge regression on unseen symbols against n. Reads only the tables of
-``featlearn.templates.kernels`` (``kernel_n_matrix.csv``, ``kernel_beta0.csv``, ``kernel_krr.csv``)."""
+``featlearn.templates.kernels`` (inputs ``n_matrix``, ``beta0``, ``krr``): ``draw_kernels`` and
+``claims_kernels`` are the registry's functions of the figure ``kernels``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pandas as pd
 import seaborn as sns
 
 from featlearn.claims import Claim, check
-from featlearn.plotting import save_figure, set_style
+from featlearn.plotting import set_style
 
 PAPER = "templates"
 
@@ -58,9 +59,19 @@ def kernel_claims(nm: pd.DataFrame, beta0: pd.DataFrame, krr: pd.DataFrame, scal
     return claims
 
 
-def fig_kernels(nm_csv: str, beta0_csv: str, krr_csv: str, figures: list[str], scale: str, dpi: int) -> list[Claim]:
-    nm, beta0, krr = pd.read_csv(nm_csv), pd.read_csv(beta0_csv), pd.read_csv(krr_csv)
-    claims = kernel_claims(nm, beta0, krr, scale)
+def read_tables(inputs: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    return tuple(pd.read_csv(inputs[k]) for k in ("n_matrix", "beta0", "krr"))
+
+
+def claims_kernels(inputs: dict, cfg: dict) -> list[Claim]:
+    """Claim 11 from the kernel tables."""
+    return kernel_claims(*read_tables(inputs), cfg["scale"])
+
+
+def draw_kernels(inputs: dict, cfg: dict):
+    """N matrices' smallest singular values per task and kernel, and kernel ridge regression against n."""
+    nm, _, krr = read_tables(inputs)
+    scale = cfg["scale"]
     set_style()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
 
@@ -103,5 +114,4 @@ def fig_kernels(nm_csv: str, beta0_csv: str, krr_csv: str, figures: list[str], s
     ax.set_title(f"kernel ridge regression, mean ± sd over {seeds} seed{'s' if seeds > 1 else ''}")
     ax.legend(fontsize=7)
     fig.suptitle(f"Templates Sec. 3: the transformer kernel generalises to unseen symbols, the MLP kernel cannot (scale: {scale})")
-    save_figure(fig, *figures, dpi=dpi)
-    return claims
+    return fig

@@ -32,21 +32,12 @@ import math
 import torch
 
 from featlearn.templates.models import build_model, count_parameters
+from featlearn.templates.registry import FIGURE_GRID, FIGURES, GRID_AXIS, GRIDS  # noqa: F401 (the one copy)
 from featlearn.templates.sweep import sweep_frames, write_csv
 from featlearn.templates.tasks import TASKS, check_data, make_datasets, make_task
 
 T5 = {"name": "aba_abb"}
 ALL4 = {"vanilla": "Transformer", "kq": "Transformer +KQ", "vo": "Transformer +VO", "kq_vo": "Transformer +KQ,VO"}
-# grid -> (the swept quantity read from the grid's own config, or None)
-GRID_AXIS = {
-    "2c": None, "3c": None, "5": "d_emb", "8": None, "9": "depth", "10": "depth", "11": "heads", "12": "heads",
-    "13": "d_emb", "14": "batch", "15": "attn_mult", "16": "batch", "17": "k", "18": "length",
-    "19": "n_wildcards", "20": "n_regular", "21": "r", "22": None, "25": None,
-}
-GRIDS = tuple(GRID_AXIS)
-# figure -> the grid (training job) its runs come from
-FIGURE_GRID = {**{g: g for g in GRIDS}, "23": "17"}
-FIGURES = tuple(FIGURE_GRID)
 # random-template settings per grid [P App. B / D], the swept key filled in per curve
 RANDOM_BASE = {
     "18": dict(n_wildcards=2, n_regular=0, r=2),
@@ -116,9 +107,9 @@ def _grid_entries(grid: str, values: list) -> list[dict]:
 def figure_curves(fig: str, cfg: dict, device: str = "cpu") -> list[tuple[dict, dict]]:
     """(meta, expand_groups settings) of every curve of the grid behind figure ``fig``; meta holds the
     curve labels per variant, the panel, the swept quantity (axis) and its value. ``cfg`` is
-    ``templates.sweeps``: shared keys epochs, batch, seeds, transformer, mlp, rnn, max_group, and the
-    grid's own ``fig<grid>`` keys n, lrs (required), epochs, seeds, transformer (overrides) and the
-    swept quantity (e.g. ``depth: [1, 2, 4]``)."""
+    ``templates.sweeps``: shared keys epochs, batch, seeds, transformer, mlp, rnn, max_group (required), and
+    the grid's own ``fig<grid>`` keys n, lrs (required), epochs, seeds, transformer (optional overrides of
+    the shared keys) and the swept quantity (e.g. ``depth: [1, 2, 4]``)."""
     if fig not in FIGURE_GRID:
         raise ValueError(f"unknown sweep figure {fig!r}; expected one of {FIGURES}")
     grid = FIGURE_GRID[fig]
@@ -145,7 +136,7 @@ def figure_curves(fig: str, cfg: dict, device: str = "cpu") -> list[tuple[dict, 
             "batch": entry.get("batch", cfg["batch"]),
             "trainable": entry.get("trainable"),
             "device": device,
-            "max_group": cfg.get("max_group", 64),
+            "max_group": cfg["max_group"],
             "progress": True,
         }
         meta = {"labels": entry["labels"], "panel": entry["panel"], "axis": axis or "", "value": entry["value"]}
@@ -170,6 +161,27 @@ def run_figure(fig: str, cfg: dict, out: str, device: str = "cpu") -> None:
     runs = pd.concat(frames, ignore_index=True)
     runs["figure"] = FIGURE_GRID[fig]
     write_csv(runs.drop(columns=["group_seconds"]), out)  # no wall time: the table is byte-identical across runs
+
+
+def sweep(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Compute job ``templates_sweep``: every run of grid ``settings["grid"]`` (settings: ``grid`` and
+    ``sweeps``, the shared keys of ``templates.sweeps`` plus the grid's own) to ``outputs["runs"]``."""
+    run_figure(settings["grid"], settings["sweeps"], outputs["runs"], device=ctx.device)
+
+
+def checks(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Compute job ``templates_checks``: the table of claims 1-2's measurements (``outputs["table"]``) and
+    the claims themselves (``outputs["claims"]``, at ``settings["scale"]``)."""
+    import pandas as pd
+
+    from featlearn.claims import write_claims
+    from featlearn.templates.sweep_figures import check_claims
+
+    rows = pd.DataFrame(data_and_identity_checks())
+    write_csv(rows, outputs["table"])
+    claims = check_claims(rows, settings["scale"])
+    write_claims(outputs["claims"], claims)
+    print(f"templates checks: {sum(c.passed for c in claims)}/{len(claims)} claims pass")
 
 
 def data_and_identity_checks(n: int = 64, seeds: int = 3) -> list[dict]:

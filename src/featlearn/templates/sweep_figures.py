@@ -7,6 +7,10 @@ learning rates, the one with the lowest mean validation loss is kept per curve [
 (``sweep.select_lr``). Heatmap figures (Figs. 8-14): the seed-mean test MSE (and train loss) of every
 (learning rate, swept quantity) cell, no selection. n*_τ is the smallest n whose seed mean is ≤ τ
 (``sweep.n_star``); it is inf when no n of the grid reaches τ, and the claim's statement says so.
+
+Registry functions: ``draw(inputs, cfg)`` draws the sweep figure ``cfg["figure"]`` from its grid's runs table
+(``inputs["runs"]``); ``claims_<id>(inputs, cfg)`` checks the claims of the figures that have them
+(``registry.CLAIMED``). ``check_claims`` (claims 1-2) is called by the ``templates_checks`` job.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from featlearn.claims import Claim, check
-from featlearn.plotting import save_figure, set_style
+from featlearn.plotting import set_style
 from featlearn.templates.sweep import n_star, select_lr
 
 T5 = "αβα vs αββ (T5)"
@@ -97,7 +101,7 @@ def _metric_name(runs: pd.DataFrame) -> str:
     return "test MSE on unseen symbols" if (runs["metric"] == "mse").all() else "test error on unseen symbols"
 
 
-def plot_curves(runs: pd.DataFrame, fig_id: str, paths: list[str], scale: str, dpi: int) -> None:
+def plot_curves(runs: pd.DataFrame, fig_id: str, scale: str):
     """Test metric (top row) and final train loss (bottom row) against n, one column per panel."""
     import matplotlib.pyplot as plt
 
@@ -126,8 +130,7 @@ def plot_curves(runs: pd.DataFrame, fig_id: str, paths: list[str], scale: str, d
         ax_train.set_xlabel("training samples n (log scale)")
         ax_train.set_ylabel("final train loss" if j == 0 else "")
     fig.suptitle(f"{TITLES[fig_id]} [{scale} scale]", fontsize=10)
-    save_figure(fig, *paths, dpi=dpi)
-    plt.close(fig)
+    return fig
 
 
 def cell_means(runs: pd.DataFrame, col: str) -> pd.DataFrame:
@@ -137,7 +140,7 @@ def cell_means(runs: pd.DataFrame, col: str) -> pd.DataFrame:
     return pd.DataFrame({"mean": g["test_metric"].mean(), "train_loss": g["final_train_loss"].mean()}).reset_index()
 
 
-def plot_heatmap(runs: pd.DataFrame, fig_id: str, paths: list[str], scale: str, dpi: int) -> None:
+def plot_heatmap(runs: pd.DataFrame, fig_id: str, scale: str):
     """Seed-mean test MSE and final train loss per (learning rate, column) cell; one row of maps per n
     when the swept quantity is not n itself."""
     import matplotlib.pyplot as plt
@@ -164,13 +167,23 @@ def plot_heatmap(runs: pd.DataFrame, fig_id: str, paths: list[str], scale: str, 
             ax.set_title(name + ("" if n is None else f", n = {n}"), fontsize=9)
             fig.colorbar(im, ax=ax, shrink=0.8)
     fig.suptitle(f"{TITLES[fig_id]} [{scale} scale]", fontsize=10)
-    save_figure(fig, *paths, dpi=dpi)
-    plt.close(fig)
+    return fig
 
 
-def plot(runs: pd.DataFrame, fig_id: str, paths: list[str], scale: str, dpi: int) -> None:
+def plot(runs: pd.DataFrame, fig_id: str, scale: str):
+    """The matplotlib figure of sweep figure ``fig_id`` from its grid's runs."""
     rows = figure_rows(runs, fig_id)
-    (plot_heatmap if SPECS[fig_id][1] == "heatmap" else plot_curves)(rows, fig_id, paths, scale, dpi)
+    return (plot_heatmap if SPECS[fig_id][1] == "heatmap" else plot_curves)(rows, fig_id, scale)
+
+
+def read_runs(inputs: dict) -> pd.DataFrame:
+    """The runs table of a sweep figure's grid (input ``runs``)."""
+    return pd.read_csv(inputs["runs"])
+
+
+def draw(inputs: dict, cfg: dict):
+    """Registry draw function of every sweep figure: ``cfg["figure"]`` names it."""
+    return plot(read_runs(inputs), cfg["figure"], cfg["scale"])
 
 
 def _at(means: pd.DataFrame, curve: str, panel: str | None = None) -> pd.DataFrame:
@@ -190,8 +203,9 @@ def nstar_ratio(n_slow: float, n_fast: float, n_max: int) -> float:
     return min(n_slow, n_max) / n_fast
 
 
-def claims_2c(runs: pd.DataFrame, scale: str) -> list[Claim]:
+def claims_2c(inputs: dict, cfg: dict) -> list[Claim]:
     """Claim 3: n*_0.1(vanilla) / n*_0.1(+KQ) >= 8; vanilla MSE >= 0.4 at every n <= 512."""
+    runs, scale = read_runs(inputs), cfg["scale"]
     sel = selected(runs)
     means = curve_means(runs)
     nv = n_star(sel[sel["curve"] == "Transformer"], 0.1)
@@ -225,9 +239,10 @@ def claims_2c(runs: pd.DataFrame, scale: str) -> list[Claim]:
     ]
 
 
-def claims_22(runs: pd.DataFrame, scale: str) -> list[Claim]:
+def claims_22(inputs: dict, cfg: dict) -> list[Claim]:
     """Claim 6: FCNet MSE >= 0.9 at every n while its train loss <= 0.05; n*_0.1(+KQ) <= 128;
     n*_0.1(vanilla) >= 1024; RNN and LSTM above 0.1 at the largest n (8192 in the paper)."""
+    runs, scale = read_runs(inputs), cfg["scale"]
     sel = selected(runs)
     means = curve_means(runs)
     fc = _at(means, "FCNet (depth 3)")
@@ -252,8 +267,9 @@ def claims_22(runs: pd.DataFrame, scale: str) -> list[Claim]:
     ]
 
 
-def claims_25(runs: pd.DataFrame, scale: str) -> list[Claim]:
+def claims_25(inputs: dict, cfg: dict) -> list[Claim]:
     """Claim 8: MLP >= 0.9 at every n; MLP + vec(XX^T) <= 0.3 at every n."""
+    runs, scale = read_runs(inputs), cfg["scale"]
     means = curve_means(runs)
     return [
         _check("8-mlp", "25", "the MLP does not generalise to unseen symbols: test MSE >= 0.9 at every n",
@@ -263,8 +279,9 @@ def claims_25(runs: pd.DataFrame, scale: str) -> list[Claim]:
     ]
 
 
-def claims_3c(runs: pd.DataFrame, scale: str) -> list[Claim]:
+def claims_3c(inputs: dict, cfg: dict) -> list[Claim]:
     """Claim 4: +KQ,VO test error <= 0.05 by n <= 16384; vanilla >= 0.3 at every n <= 32768."""
+    runs, scale = read_runs(inputs), cfg["scale"]
     sel = selected(runs)
     means = curve_means(runs)
     n_max = int(runs["n"].max())
@@ -280,9 +297,10 @@ def claims_3c(runs: pd.DataFrame, scale: str) -> list[Claim]:
     ]
 
 
-def claims_5(runs: pd.DataFrame, scale: str) -> list[Claim]:
+def claims_5(inputs: dict, cfg: dict) -> list[Claim]:
     """Claim 5: vanilla n*_0.5 non-decreasing in d_emb (inverse scaling); +VO error <= 0.1 by n <= 32 at
     every d_emb."""
+    runs, scale = read_runs(inputs), cfg["scale"]
     sel = selected(runs)
     n_max = int(runs["n"].max())
     per_d = {}
@@ -304,29 +322,54 @@ def claims_5(runs: pd.DataFrame, scale: str) -> list[Claim]:
     ]
 
 
-def claims_8(runs: pd.DataFrame, scale: str) -> list[Claim]:
-    """Claim 10: lr 3e-2 and 1e-1 give test MSE >= 0.8 at every n; the best lr (by validation loss at
-    n = 2048) reaches <= 0.1 at n = 2048."""
+def _lr_text(lrs) -> str:
+    """Learning rates as the paper writes them: 3e-2, 1e-1."""
+    def one(lr: float) -> str:
+        mantissa, exponent = f"{lr:e}".split("e")
+        return f"{float(mantissa):g}e{int(exponent)}"
+
+    names = [one(lr) for lr in lrs]
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+# claim 10's large learning rates: the grid's largest ones (the paper: 3e-2 and 1e-1 of 1e-5 ... 1e-1), at
+# most all but the grid's smallest
+LARGE_LRS = 2
+
+
+def claims_8(inputs: dict, cfg: dict) -> list[Claim]:
+    """Claim 10: the grid's LARGE_LRS largest learning rates (3e-2 and 1e-1 in the default and paper grids)
+    give test MSE >= 0.8 at every n; the best lr (by validation loss at the grid's largest n, 2048 in the
+    default grid) reaches <= 0.1 there. ``cfg``: the grid's ``lrs`` and ``n``, and ``scale``."""
+    runs, scale = read_runs(inputs), cfg["scale"]
+    lrs = sorted(cfg["lrs"])
+    large = lrs[max(1, len(lrs) - LARGE_LRS):]
+    n_at = max(cfg["n"])
     cells = cell_means(runs, "n")
-    large = cells[np.isclose(cells["lr"], 3e-2) | np.isclose(cells["lr"], 1e-1)]
-    at = runs[runs["n"] == 2048]
+    in_large = np.isclose(cells["lr"].to_numpy(dtype=float)[:, None], large).any(axis=1)
+    large_mse = cells[in_large]
+    at = runs[runs["n"] == n_at]
     if len(at):
         val = at.groupby("lr")["val_loss"].mean()
         best = val.idxmin()
         best_mse, best_txt = at[at["lr"] == best]["test_metric"].mean(), f"lr {best:g} chosen by validation loss"
     else:
-        best_mse, best_txt = math.nan, "n = 2048 is not in the grid"
+        best_mse, best_txt = math.nan, f"n = {n_at} is not in the runs table"
+    many = len(large) > 1
+    lr_txt = _lr_text(large)
     return [
-        _check("10-large-lr", "8", "learning rates 3e-2 and 1e-1 do not generalise: test MSE >= 0.8 at every n",
-               "smallest seed-mean test MSE over n at lr 3e-2 and 1e-1", large["mean"].min() if len(large) else math.nan,
+        _check("10-large-lr", "8",
+               f"learning rate{'s' if many else ''} {lr_txt} {'do' if many else 'does'} not generalise: test MSE >= 0.8 at every n",
+               f"smallest seed-mean test MSE over n at lr {lr_txt}", large_mse["mean"].min() if len(large_mse) else math.nan,
                ">=", 0.8, scale),
-        _check("10-best-lr", "8", f"the best learning rate reaches test MSE <= 0.1 at n = 2048 ({best_txt})",
-               "seed-mean test MSE at n = 2048, best lr", best_mse, "<=", 0.1, scale),
+        _check("10-best-lr", "8", f"the best learning rate reaches test MSE <= 0.1 at n = {n_at} ({best_txt})",
+               f"seed-mean test MSE at n = {n_at}, best lr", best_mse, "<=", 0.1, scale),
     ]
 
 
-def claims_17(runs: pd.DataFrame, scale: str) -> list[Claim]:
+def claims_17(inputs: dict, cfg: dict) -> list[Claim]:
     """Claim 9, at n = 2048: majority k=2, αβα/αββ and αβαβ/ααββ <= 0.1; majority k=4 >= 0.5; k=6, 8 >= 0.9."""
+    runs, scale = read_runs(inputs), cfg["scale"]
     rows = figure_rows(runs, "17")
     at = rows[rows["n"] == 2048]
     mean = at.groupby("curve")["test_metric"].mean() if len(at) else pd.Series(dtype=float)
@@ -348,8 +391,9 @@ def claims_17(runs: pd.DataFrame, scale: str) -> list[Claim]:
     ]
 
 
-def claims_23(runs: pd.DataFrame, scale: str) -> list[Claim]:
+def claims_23(inputs: dict, cfg: dict) -> list[Claim]:
     """Claim 7: for k in {2, 4}, n*_0.1(+KQ,VO) <= n*_0.1(vanilla) / 4."""
+    runs, scale = read_runs(inputs), cfg["scale"]
     sel = selected(figure_rows(runs, "23"))
     n_max = int(runs["n"].max())
     out = []
@@ -364,18 +408,6 @@ def claims_23(runs: pd.DataFrame, scale: str) -> list[Claim]:
             "n*_0.1(vanilla) / n*_0.1(+KQ,VO)", nstar_ratio(nv, nq, n_max) if len(part) else math.nan, ">=", 4, scale,
         ))
     return out
-
-
-# figures without a claim in the reference file: the figure only
-CLAIMS = {"2c": claims_2c, "3c": claims_3c, "5": claims_5, "8": claims_8, "17": claims_17, "22": claims_22,
-          "23": claims_23, "25": claims_25}
-
-
-def figure(fig_id: str, table: str, paths: list[str], scale: str, dpi: int) -> list[Claim]:
-    runs = pd.read_csv(table)
-    if paths:
-        plot(runs, fig_id, paths, scale, dpi)
-    return CLAIMS[fig_id](runs, scale) if fig_id in CLAIMS else []
 
 
 def check_claims(rows: pd.DataFrame, scale: str) -> list[Claim]:

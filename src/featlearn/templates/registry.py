@@ -1,0 +1,290 @@
+"""What the templates paper computes, draws and checks: its compute jobs and figures (read by Snakemake and Python).
+
+Sweeps of small trainings (Figs. 2c, 3c, 5, 8-23, 25; claims 1-10): one training job per grid, one figure per
+figure id, and one cheap job for the data and identity-scaling checks (claims 1-2). Kernel theory (Sec. 3,
+claim 11): one job and one figure. GPT-2 (Figs. 6, 7, 24; claim 12): WikiText training per (dataset,
+variant), T5 fine-tuning and pretrained heads per checkpoint. ``templates_bench`` (throughput of the sweep
+engine) is declared here too but is not part of the ``templates`` target (a job is a target only through a
+figure that reads it).
+
+Settings come from ``config["templates"]`` only. This module is stdlib only (Snakemake imports it at DAG time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from featlearn.registry import Figure, Job, PaperRegistry, Paths, Resources
+
+PAPER = "templates"
+
+# ---- the sweep grids: the one copy of the figure -> grid map and of the figures with claims.
+# grid -> the quantity it sweeps besides n and lr (read from the grid's own config list), or None
+GRID_AXIS = {
+    "2c": None, "3c": None, "5": "d_emb", "8": None, "9": "depth", "10": "depth", "11": "heads", "12": "heads",
+    "13": "d_emb", "14": "batch", "15": "attn_mult", "16": "batch", "17": "k", "18": "length",
+    "19": "n_wildcards", "20": "n_regular", "21": "r", "22": None, "25": None,
+}
+GRIDS = tuple(GRID_AXIS)
+# figure -> the grid (training job) its runs come from, in figure order; Fig. 23 is drawn from grid 17's runs
+FIGURE_GRID = {
+    **{g: g for g in ("2c", "3c", "5", *map(str, range(8, 23)))},
+    "23": "17",
+    "25": "25",
+}
+FIGURES = tuple(FIGURE_GRID)
+# sweep figures with claims (claims 3-10): each has ``claims_<id>`` in sweep_figures
+CLAIMED = ("2c", "3c", "5", "8", "17", "22", "23", "25")
+
+SWEEP_CODE = ("templates/sweep_experiments.py", "templates/sweep.py", "templates/models.py", "templates/tasks.py")
+SWEEP_PLOT = ("templates/sweep_figures.py", "plotting.py", "claims.py")
+KERNEL_CODE = ("templates/kernels.py", "templates/tasks.py")
+KERNEL_PLOT = ("templates/kernels_figures.py", "plotting.py", "claims.py")
+LM_CODE = ("templates/gpt2.py", "templates/gpt2_checkpoints.py")
+T5_CODE = (*LM_CODE, "templates/tasks.py")
+GPT2_PLOT = ("templates/gpt2_figures.py", "plotting.py", "claims.py")
+SWEEPS = "featlearn.templates.sweep_experiments"
+SWEEP_FIGURES = "featlearn.templates.sweep_figures"
+GPT2 = "featlearn.templates.gpt2"
+GPT2_FIGURES = "featlearn.templates.gpt2_figures"
+WIKI_VARIANTS = ("vanilla", "identity")
+
+
+@dataclass(frozen=True)
+class NamedFigure(Figure):
+    """A figure whose files are not named ``fig<id>``: the kernel figure writes ``kernels.png`` and logs to
+    ``fig_kernels.log`` (``Figure.stem`` is always ``fig<id>`` for a figure)."""
+
+    name: str = ""
+
+    @property
+    def stem(self) -> str:
+        return self.name
+
+    @property
+    def log_stem(self) -> str:
+        return f"fig_{self.name}"
+
+
+@dataclass(frozen=True)
+class TemplatesRegistry(PaperRegistry):
+    """The claims table of ``templates_checks`` (claims 1-2, written by the job itself) comes first in
+    ``claims.csv``, before the figures' claims (``PaperRegistry`` puts job claims last)."""
+
+    def claim_tables(self, paths: Paths) -> list[str]:
+        return list(self.job_claims) + [f.claims_file(paths) for f in self.figures if f.claims]
+
+
+def sweep_settings(cfg: dict, grid: str) -> dict:
+    """Settings of the training job of ``grid``: the shared sweep keys and the grid's own ``fig<grid>``."""
+    sweeps = cfg["sweeps"]
+    shared = {k: v for k, v in sweeps.items() if not k.startswith("fig") and k != "threads"}
+    return {"grid": grid, "sweeps": {**shared, f"fig{grid}": sweeps[f"fig{grid}"]}}
+
+
+def wikitext_logs(config: dict, paths: Paths, dataset_on) -> list[str]:
+    """Fig. 6's inputs: one log per (available WikiText dataset, variant)."""
+    datasets = [d for d in config[PAPER]["gpt2"]["wikitext"]["datasets"] if dataset_on(d)]
+    return [paths.paper(PAPER, "gpt2_wikitext", d, f"{v}.csv") for d in datasets for v in WIKI_VARIANTS]
+
+
+def pretrained(config: dict) -> tuple[list[tuple[str, str]], list[str]]:
+    """The usable GPT-2 checkpoints (model, revision) of Figs. 7 and 24, and why the others are left out."""
+    from featlearn.templates.gpt2_checkpoints import available
+    from featlearn.workflow import pretrained_checkpoints
+
+    pre = config[PAPER]["gpt2"]["pretrained"]
+    ckpts, skipped = pretrained_checkpoints(pre, config["data"]["offline"], available=available)
+    if pre["enabled"] is False:
+        skipped = ["templates.gpt2.pretrained.enabled is false"]
+    return ckpts, skipped
+
+
+def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
+    cfg = config[PAPER]
+    out = lambda *parts: paths.paper(PAPER, *parts)  # noqa: E731
+    sweeps = cfg["sweeps"]
+
+    # ---- sweeps (Figs. 2c, 3c, 5, 8-23, 25)
+    checks = Job(
+        name="templates_checks",
+        paper=PAPER,
+        run=f"{SWEEPS}:checks",
+        outputs={"table": out("checks.csv"), "claims": out("claims", "checks.csv")},
+        settings={"scale": config["scale"]},
+        stem="checks",
+        code=SWEEP_CODE + SWEEP_PLOT,
+        threads=1,
+        resources=Resources(mem_mb=2000, runtime=10),
+    )
+    runs = lambda grid: out("sweeps", f"fig{grid}_runs.csv")  # noqa: E731
+    sweep = Job(
+        name="templates_sweep",
+        paper=PAPER,
+        run=f"{SWEEPS}:sweep",
+        outputs={"runs": runs("{grid}")},
+        settings=lambda wc: sweep_settings(cfg, wc.grid),
+        stem="sweep_fig{grid}",
+        code=SWEEP_CODE,
+        threads=sweeps["threads"],
+        resources=Resources(mem_mb=4000, runtime=120, gpu=True),
+        wildcards={"grid": "|".join(sorted(set(FIGURE_GRID.values())))},
+    )
+    figures = []
+    for fig, grid in FIGURE_GRID.items():
+        settings = {"figure": fig}
+        if fig == "8":  # claim 10 reads the grid's learning rates and n
+            settings.update(lrs=sweeps["fig8"]["lrs"], n=sweeps["fig8"]["n"])
+        figures.append(
+            Figure(
+                paper=PAPER,
+                id=fig,
+                inputs={"runs": runs(grid)},
+                code=SWEEP_PLOT,
+                draw=f"{SWEEP_FIGURES}:draw",
+                claims=f"{SWEEP_FIGURES}:claims_{fig}" if fig in CLAIMED else None,
+                settings=settings,
+            )
+        )
+
+    # Throughput of the sweep engine against one-at-a-time training (not part of the `templates` target):
+    # `snakemake templates_bench` writes results/templates/bench.json and its benchmark file.
+    bench_cfg = cfg["bench"]
+    bench = Job(
+        name="templates_bench",
+        paper=PAPER,
+        run="featlearn.templates.bench:bench",
+        outputs={"bench": out("bench.json")},
+        settings={
+            "task": {"name": "aba_abb"},
+            "arch": "transformer",
+            "model": sweeps["transformer"],
+            "batch": sweeps["batch"],
+            **{k: v for k, v in bench_cfg.items() if k != "threads"},
+        },
+        stem="bench",
+        code=SWEEP_CODE + ("templates/bench.py",),
+        threads=bench_cfg["threads"],
+        resources=Resources(mem_mb=4000, runtime=60, gpu=True),
+    )
+
+    # ---- kernel theory (Sec. 3): N matrices (Eq. 7), K_attn at beta = 0 and kernel ridge regression
+    kcfg = cfg["kernels"]
+    kernels = Job(
+        name="templates_kernels",
+        paper=PAPER,
+        run="featlearn.templates.kernels:compute",
+        outputs={"n_matrix": out("kernel_n_matrix.csv"), "beta0": out("kernel_beta0.csv"), "krr": out("kernel_krr.csv")},
+        settings={k: v for k, v in kcfg.items() if k != "threads"},
+        stem="kernels",
+        code=KERNEL_CODE,
+        threads=kcfg["threads"],
+        resources=Resources(mem_mb=2000, runtime=15),
+    )
+    figures.append(
+        NamedFigure(
+            paper=PAPER,
+            id="kernels",
+            name="kernels",
+            inputs=dict(kernels.outputs),
+            code=KERNEL_PLOT,
+            draw="featlearn.templates.kernels_figures:draw_kernels",
+            claims="featlearn.templates.kernels_figures:claims_kernels",
+        )
+    )
+
+    # ---- GPT-2 (Figs. 6, 7, 24)
+    gcfg = cfg["gpt2"]
+    wiki, pre = gcfg["wikitext"], gcfg["pretrained"]
+    offline = config["data"]["offline"]
+    wiki_settings = {k: v for k, v in wiki.items() if k not in ("datasets", "threads", "mem_mb")}
+    wikitext = Job(
+        name="templates_gpt2_wikitext",
+        paper=PAPER,
+        run=f"{GPT2}:wikitext",
+        inputs={k: paths.prepared("{dataset}", f) for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))},
+        outputs={"log": out("gpt2_wikitext", "{dataset}", "{variant}.csv")},
+        settings=lambda wc: {**wiki_settings, "variant": wc.variant},
+        stem="gpt2_wikitext/{dataset}/{variant}",
+        code=LM_CODE,
+        threads=wiki["threads"],
+        resources=Resources(mem_mb=wiki["mem_mb"], runtime=120, gpu=True),
+        wildcards={"dataset": "wikitext2|wikitext103", "variant": "|".join(WIKI_VARIANTS)},
+        work_dir=lambda wc: out("gpt2_wikitext", wc.dataset, f"{wc.variant}.resume"),
+    )
+    t5 = lambda model, revision, init: out("gpt2_t5", model, f"{revision}_{init}.csv")  # noqa: E731
+    heads_out = lambda model, revision: out("gpt2_heads", model, f"{revision}.csv")  # noqa: E731
+    finetune = Job(
+        name="templates_gpt2_finetune",
+        paper=PAPER,
+        run=f"{GPT2}:finetune",
+        outputs={"table": t5("{model}", "{revision}", "{init}")},
+        settings=lambda wc: {k: pre[k] for k in ("cache_dir", "n", "seeds", "lr", "batch", "epochs")}
+        | {"revision": wc.revision, "offline": offline, "model": wc.model, "init": wc.init},
+        stem="gpt2_t5/{model}/{revision}_{init}",
+        code=T5_CODE,
+        threads=pre["threads"],
+        resources=Resources(mem_mb=pre["mem_mb"], runtime=240, gpu=True),
+        wildcards={"model": "gpt2|gpt2-medium|gpt2-large", "revision": r"[A-Za-z0-9.-]+", "init": "pretrained|scratch"},
+    )
+    heads = Job(
+        name="templates_gpt2_heads",
+        paper=PAPER,
+        run=f"{GPT2}:heads",
+        outputs={"table": heads_out("{model}", "{revision}")},
+        settings=lambda wc: pre["heads"]
+        | {"cache_dir": pre["cache_dir"], "revision": wc.revision, "offline": offline, "model": wc.model},
+        stem="gpt2_heads/{model}/{revision}",
+        code=T5_CODE,
+        threads=1,
+        resources=Resources(mem_mb=pre["mem_mb"], runtime=20),
+        wildcards={"model": "gpt2|gpt2-medium|gpt2-large", "revision": r"[A-Za-z0-9._-]+"},
+    )
+
+    skipped = {}
+    # Fig. 6 is a figure and a table at once: its rule stays in templates.smk (see wikitext_logs).
+    if not wikitext_logs(config, paths, dataset_on):
+        skipped["templates Fig. 6"] = f"none of the WikiText datasets {wiki['datasets']} is available"
+
+    # Figs. 7 and 24: public checkpoints that are cached or downloadable.
+    ckpts, left_out = pretrained(config)
+    fig7 = [(m, r) for m, r in ckpts if m == pre["fig7_model"]][:1]
+    if not ckpts:
+        skipped["templates Figs. 7, 24"] = f"no GPT-2 checkpoint is usable: {left_out[0]}"
+    else:
+        figures.append(
+            Figure(
+                paper=PAPER,
+                id="24",
+                inputs={"finetune": [t5(m, r, "pretrained") for m, r in ckpts]},
+                code=GPT2_PLOT,
+                draw=f"{GPT2_FIGURES}:draw_24",
+            )
+        )
+        if left_out:
+            skipped["templates Fig. 24 checkpoints"] = (
+                f"{len(left_out)} of {len(left_out) + len(ckpts)} GPT-2 checkpoints left out; first: {left_out[0]}"
+            )
+    if fig7:
+        figures.append(
+            Figure(
+                paper=PAPER,
+                id="7",
+                inputs={
+                    "finetune": [t5(m, r, i) for m, r in fig7 for i in ("pretrained", "scratch")],
+                    "heads": [heads_out(m, r) for m, r in fig7],
+                },
+                code=GPT2_PLOT,
+                draw=f"{GPT2_FIGURES}:draw_7",
+            )
+        )
+    elif ckpts:
+        skipped["templates Fig. 7"] = f"{pre['fig7_model']} is not among the usable GPT-2 checkpoints"
+
+    return TemplatesRegistry(
+        PAPER,
+        jobs=(checks, sweep, bench, kernels, wikitext, finetune, heads),
+        figures=tuple(figures),
+        skipped=skipped,
+        job_claims=(checks.outputs["claims"],),
+    )
