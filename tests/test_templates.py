@@ -306,7 +306,10 @@ def test_mlp_weights_of_unseen_tokens_do_not_move_under_adam():
     init = S.init_model(group, group.runs[0], data.vocab.size)
     W0, W = init.layers[0].weight.detach(), res.params["layers.0.weight"][0]
     V, k = data.vocab.size, task.length
-    cols = lambda ids: torch.cat([torch.as_tensor(ids) + pos * V for pos in range(k)])
+
+    def cols(ids):
+        return torch.cat([torch.as_tensor(ids) + pos * V for pos in range(k)])
+
     lo, hi = data.vocab.ranges()["val"][0], data.vocab.ranges()["test"][1]
     unseen = cols(range(lo, hi))
     assert torch.equal(W[:, unseen], W0[:, unseen])  # exactly unchanged

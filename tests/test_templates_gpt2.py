@@ -135,7 +135,7 @@ def test_tiny_training_lowers_the_loss_and_writes_the_log(tmp_path, lm_files):
 
 
 def test_interrupted_training_resumes_to_the_same_table(tmp_path, lm_files, monkeypatch):
-    full = G.train_wikitext(LM, "vanilla", *lm_files, str(tmp_path / "full.csv"), str(tmp_path / "w1"))
+    G.train_wikitext(LM, "vanilla", *lm_files, str(tmp_path / "full.csv"), str(tmp_path / "w1"))
     real, calls = G.lm_loss, {"n": 0}
 
     def dies_at_step_25(model, x):
