@@ -137,6 +137,25 @@ class Figure:
     def settings_json(self) -> str:
         return json.dumps(dict(self.settings), sort_keys=True)
 
+    @classmethod
+    def of(cls, paper: str, fig_id: str, module: str, inputs: Mapping[str, PathSpec], code: tuple[str, ...], *,
+           claims: bool = True, settings: Mapping[str, Any] | None = None, kind: str = FIGURE, name: str | None = None,
+           **kw) -> "Figure":
+        """The record whose functions follow the naming convention: ``draw_<name>`` and ``claims_<name>`` of
+        ``module`` (``name`` defaults to the id)."""
+        name = name or fig_id
+        return cls(
+            paper=paper,
+            id=fig_id,
+            inputs=inputs,
+            code=code,
+            draw=None if kind == CHECK else f"{module}:draw_{name}",
+            claims=f"{module}:claims_{name}" if claims else None,
+            settings=settings or {},
+            kind=kind,
+            **kw,
+        )
+
 
 @dataclass(frozen=True)
 class PaperRegistry:

@@ -11,7 +11,7 @@ figure's settings are the part of the config it reads.
 
 from __future__ import annotations
 
-from featlearn.registry import TABLE, Figure, Job, PaperRegistry, Paths, Resources
+from featlearn.registry import FIGURE, TABLE, Figure, Job, PaperRegistry, Paths, Resources
 
 PAPER = "features"
 EXTRACT_CODE = ("features/extract.py",)
@@ -211,10 +211,9 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
         ),
     ]
 
-    def figure(fig_id, inputs, settings=None, kind=None, module=FIGURES_MODULE, code=PLOT_CODE):
+    def figure(fig_id, inputs, settings=None, kind=FIGURE, module=FIGURES_MODULE, code=PLOT_CODE):
         name = f"table{fig_id}" if kind == TABLE else fig_id
-        return Figure(paper=PAPER, id=fig_id, inputs=inputs, code=code, draw=f"{module}:draw_{name}",
-                      claims=f"{module}:claims_{name}", settings=settings or {}, **({"kind": kind} if kind else {}))
+        return Figure.of(PAPER, fig_id, module, inputs, code, settings=settings, kind=kind, name=name)
 
     sigma_v = {"sigma_v": cls["sigma_v"]}
     fig_settings = {"2": sigma_v, "10": sigma_v, "11": sigma_v, "13": sigma_v,

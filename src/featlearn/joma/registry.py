@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from featlearn.registry import CHECK, FIGURE, TABLE, Figure, Job, PaperRegistry, Paths, Resources
+from featlearn.registry import CHECK, TABLE, Figure, Job, PaperRegistry, Paths, Resources
 
 PAPER = "joma"
 DYNAMICS_CODE = ("joma/dynamics.py", "joma/experiments.py")
@@ -106,20 +106,9 @@ def registry(config: dict, paths: Paths, dataset_on) -> JomaRegistry:
             **kw,
         )
 
-    def figure(fig_id, module, inputs, code, *, claims=True, settings=None, kind=FIGURE, name=None, cls=Figure, **kw):
+    def figure(fig_id, module, inputs, code, *, cls=Figure, **kw):
         """Figure ``fig_id`` drawn by ``draw_<name>`` and checked by ``claims_<name>`` of joma/<module>.py."""
-        name = name or fig_id
-        return cls(
-            paper=PAPER,
-            id=fig_id,
-            inputs=inputs,
-            code=code,
-            draw=None if kind == CHECK else f"featlearn.joma.{module}:draw_{name}",
-            claims=f"featlearn.joma.{module}:claims_{name}" if claims else None,
-            settings=settings or {},
-            kind=kind,
-            **kw,
-        )
+        return cls.of(PAPER, fig_id, f"featlearn.joma.{module}", inputs, code, **kw)
 
     # Dynamics (Fig. 4, Theorem 2) and the joint MLP/attention simulations (Figs. 2-3).
     ex, sim, t1 = "featlearn.joma.experiments", "featlearn.joma.attention_sim", "featlearn.joma.table1"

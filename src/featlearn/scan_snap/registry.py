@@ -62,18 +62,8 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
                        "theory", runtime=10, threads=1)
     jobs = [generator, syn_small, adam, syn_medium, theory]
 
-    def figure(fig_id, inputs, *, claims=True, settings=None, kind=None):
-        extra = {"kind": kind} if kind else {}
-        return Figure(
-            paper=PAPER,
-            id=fig_id,
-            inputs=inputs,
-            code=PLOT_CODE,
-            draw=None if kind == CHECK else f"{FIGURES}:draw_{fig_id}",
-            claims=f"{FIGURES}:claims_{fig_id}" if claims else None,
-            settings=settings or {},
-            **extra,
-        )
+    def figure(fig_id, inputs, **kw):
+        return Figure.of(PAPER, fig_id, FIGURES, inputs, PLOT_CODE, **kw)
 
     th = theory.outputs
     figures = [
