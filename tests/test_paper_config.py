@@ -35,8 +35,8 @@ TRAIN_TOKENS = {"ptb": 929_589, "wikitext2": 2_088_628, "wikitext103": 103_227_0
 # The PyTorch-tutorial LM of features Fig. 7, scan_snap Figs. 7/10 and joma Figs. 6/8: 20 streams x bptt 35.
 TUTORIAL_TOKENS_PER_STEP = 20 * 35
 
-ISSUE17 = "issue 17: scan_snap Figs. 7 and 10 share the single key scan_snap.wikitext.dataset"
-ISSUE16 = "issue 16: joma Figs. 6/8 share one `iterations` for every dataset"
+SCAN_SNAP_DATASET = "issue 17: scan_snap Figs. 7 and 10 share the single key scan_snap.wikitext.dataset"
+JOMA_BUDGET = "issue 17: joma Figs. 6/8 share one `iterations` for every dataset"
 
 
 def merged_paper_config() -> dict:
@@ -191,7 +191,7 @@ EXPECTED: dict[str, list[tuple]] = {
         ("Figs6,11,12", "scan_snap.syn_medium.num_last", [1, 3, 5, 10], "[C] num_last (ref Fig. 6)"),
         # Fig. 7: WikiText-2, PyTorch-tutorial LM [ref Fig. 7]
         ("Fig7", "scan_snap.wikitext.dataset", "wikitext2", "[P Sec. 8 Real-world Dataset][ref Fig. 7] WikiText-2",
-         f"{ISSUE17}; paper.yaml sets it to wikitext103 for Fig. 10, so Fig. 7 trains on WikiText-103 too"),
+         f"{SCAN_SNAP_DATASET}; paper.yaml sets it to wikitext103 for Fig. 10, so Fig. 7 trains on WikiText-103 too"),
         ("Fig7", "scan_snap.wikitext.fig7.iterations", 1500, "[ref][C] maps at 0, 500, 1000, 1500"),
         ("Fig7", "scan_snap.wikitext.fig7.map_steps", [0, 500, 1000, 1500], "[ref][C]"),
         ("Fig7", "scan_snap.wikitext.fig7.variants.1layer.n_layer", 1, "[P Sec. 8] 1-layer and multi-layer; [C]"),
@@ -199,7 +199,7 @@ EXPECTED: dict[str, list[tuple]] = {
         # Fig. 10 (App. G): both WikiText-2 and WikiText-103, 1 layer, unified lr
         ("Fig10", "scan_snap.wikitext.dataset", Datasets("wikitext2", "wikitext103"),
          "[P App. G] 'two datasets, WikiText2 and WikiText103. We train both'",
-         f"{ISSUE17}; one dataset per scale: WikiText-103 only at paper scale, no WikiText-2 panel"),
+         f"{SCAN_SNAP_DATASET}; one dataset per scale: WikiText-103 only at paper scale, no WikiText-2 panel"),
         ("Fig10", "scan_snap.wikitext.fig10.iterations", 6000, "[D] README: 6,000 in config/paper.yaml"),
         ("Fig10", "scan_snap.wikitext.seed", 1, "[D] config.yaml: one run per lr"),
         ("Fig10", "data.datasets.wikitext103.enabled", ON, "[D] README: WikiText-103 on in paper.yaml"),
@@ -233,7 +233,7 @@ EXPECTED: dict[str, list[tuple]] = {
         ("Fig6", "joma.wikitext.seeds", [1, 2, 3], "[C wikitext2_exp.log, wikitext103_exp.log] seed=1,2,3"),
         ("Fig6", "joma.wikitext.iterations", Epochs(20, "wikitext2"), "[C wikitext2_exp.log] num_epoch=20"),
         ("Fig6", "joma.wikitext.iterations", Epochs(5, "wikitext103"), "[C wikitext103_exp.log] num_epoch=5",
-         f"{ISSUE16}: 60,000 iterations are 20 epochs of WikiText-2 but 0.41 of WikiText-103 (authors: 5)"),
+         f"{JOMA_BUDGET}: 60,000 iterations are 20 epochs of WikiText-2 but 0.41 of WikiText-103 (authors: 5)"),
         ("Fig6", "joma.wikitext.fig6.layers", [1, 2, 5, 10], "[P Fig. 6][ref]"),
         ("Fig6", "joma.wikitext.fig6.lr", 1.0e-4, "[P Sec. 6] 1e-4 learning rate"),
         ("Fig6", "data.datasets.wikitext103.enabled", ON, "[D] README: WikiText-103 on in paper.yaml"),
