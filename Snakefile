@@ -22,6 +22,7 @@ include: "workflow/rules/features.smk"
 include: "workflow/rules/scan_snap.smk"
 include: "workflow/rules/joma.smk"
 include: "workflow/rules/templates.smk"
+include: "workflow/rules/base_rules.smk"
 include: "workflow/rules/scorecard.smk"
 
 

@@ -1,5 +1,5 @@
-# Helpers (config lookups, output paths, dataset switches, code hashes) and, at the bottom, the two base
-# rules every paper's registry is turned into: compute_rule(job) and figure_rule(fig).
+# Helpers only: config lookups, output paths, dataset switches, code hashes, and the registry helpers
+# (register_paper collects each paper's records; workflow/rules/base_rules.smk turns them into rules).
 
 import json
 import os
@@ -133,51 +133,26 @@ def named_paths(files):
     )
 
 
+# Records of every registered paper; workflow/rules/base_rules.smk turns them into rules.
+REGISTERED_JOBS = []
+REGISTERED_FIGURES = []
+
+
+def job_settings(job):
+    """The settings param of a job's rule: its JSON settings (a function, for jobs with wildcards)."""
+    return lambda wildcards: job.settings_json(wildcards)
+
+
+def job_work_dir(job):
+    """The resume folder param of a job's rule ("" for jobs that keep none)."""
+    if callable(job.work_dir):
+        return job.work_dir
+    return job.work_dir or ""
+
+
 def job_device(job):
     """The device a job runs on: the configured one for jobs that can use a GPU, else the CPU."""
     return config["device"] if job.resources.gpu else "cpu"
-
-
-def compute_rule(job):
-    """The compute rule of registry Job ``job``: `python -m featlearn compute` with named inputs/outputs."""
-
-    rule:
-        name:
-            job.name
-        input:
-            unpack(job.inputs) if callable(job.inputs) else [],
-            **({} if callable(job.inputs) else job.inputs),
-        output:
-            **job.outputs,
-        log:
-            PATHS.log(job.paper, job.stem),
-        benchmark:
-            PATHS.benchmark(job.paper, job.stem)
-        wildcard_constraints:
-            **job.wildcards,
-        conda:
-            ENV
-        threads: job.threads
-        resources:
-            mem_mb=job.resources.mem_mb,
-            runtime=job.resources.runtime,
-            gpu=1 if job_device(job) != "cpu" else 0,
-        params:
-            run=job.run,
-            settings=lambda wildcards: job.settings_json(wildcards),
-            inputs=lambda wildcards, input: named_paths(input),
-            outputs=lambda wildcards, output: named_paths(output),
-            work_dir=lambda wildcards: (
-                job.work_dir(wildcards)
-                if callable(job.work_dir)
-                else job.work_dir or ""
-            ),
-            device=job_device(job),
-            code=code_hash(*job.code),
-        shell:
-            "python -m featlearn compute --run {params.run} --settings {params.settings:q}"
-            " --inputs {params.inputs:q} --outputs {params.outputs:q} --threads {threads}"
-            " --device {params.device} --work-dir={params.work_dir:q} > {log} 2>&1"
 
 
 def figure_outputs(fig):
@@ -209,43 +184,11 @@ def drawn_files(output):
     return files
 
 
-def figure_rule(fig):
-    """The rule of registry Figure ``fig``: fig_<paper>_<n>, table_<paper>_<n> or check_<paper>_<id>."""
-
-    rule:
-        name:
-            fig.rule
-        input:
-            **fig.inputs,
-        output:
-            **figure_outputs(fig),
-        log:
-            PATHS.log(fig.paper, fig.log_stem),
-        localrule: True
-        conda:
-            ENV
-        params:
-            draw=fig.draw or "",
-            claims_fn=fig.claims or "",
-            inputs=lambda wildcards, input: named_paths(input),
-            drawn=lambda wildcards, output: drawn_files(output),
-            claims=lambda wildcards, output: output.get("claims", ""),
-            settings=fig.settings_json(),
-            scale=SCALE,
-            dpi=config["report"]["dpi"],
-            code=code_hash(*fig.code),
-        shell:
-            "python -m featlearn figure --draw={params.draw:q} --claims-fn={params.claims_fn:q}"
-            " --inputs {params.inputs:q} --settings {params.settings:q} --figures {params.drawn:q}"
-            " --claims={params.claims:q} --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
-
-
 def register_paper(reg):
     """Rules, targets, claims tables and skipped parts of one paper's registry."""
-    for job in reg.jobs:
-        compute_rule(job)
+    REGISTERED_JOBS.extend(reg.jobs)
+    REGISTERED_FIGURES.extend(reg.figures)
     for fig in reg.figures:
-        figure_rule(fig)
         if fig.kind == FIGURE:
             PAPER_TARGETS[reg.paper].append(PATHS.figure(fig.paper, fig.stem, "png"))
         elif fig.kind == TABLE:

@@ -1,0 +1,73 @@
+# The two base rules every paper's registry (src/featlearn/<paper>/registry.py) is turned into, written
+# once: compute_rule(job) for a registry Job, figure_rule(fig) for a Figure (figure, table or check).
+# Included after every paper's rules file: register_paper() (common.smk) has collected the records by then;
+# the helpers the rules use (named_paths, figure_outputs, ...) live in common.smk.
+
+
+# Compute rules: `python -m featlearn compute` with named inputs and outputs.
+for job in REGISTERED_JOBS:
+
+    rule:
+        name:
+            job.name
+        input:
+            unpack(job.inputs) if callable(job.inputs) else [],
+            **({} if callable(job.inputs) else job.inputs),
+        output:
+            **job.outputs,
+        log:
+            PATHS.log(job.paper, job.stem),
+        benchmark:
+            PATHS.benchmark(job.paper, job.stem)
+        wildcard_constraints:
+            **job.wildcards,
+        conda:
+            ENV
+        threads: job.threads
+        resources:
+            mem_mb=job.resources.mem_mb,
+            runtime=job.resources.runtime,
+            gpu=1 if job_device(job) != "cpu" else 0,
+        params:
+            run=job.run,
+            settings=job_settings(job),
+            inputs=lambda wildcards, input: named_paths(input),
+            outputs=lambda wildcards, output: named_paths(output),
+            work_dir=job_work_dir(job),
+            device=job_device(job),
+            code=code_hash(*job.code),
+        shell:
+            "python -m featlearn compute --run {params.run} --settings {params.settings:q}"
+            " --inputs {params.inputs:q} --outputs {params.outputs:q} --threads {threads}"
+            " --device {params.device} --work-dir={params.work_dir:q} > {log} 2>&1"
+
+
+# Figure rules: fig_<paper>_<n>, table_<paper>_<n> or check_<paper>_<id>.
+for fig in REGISTERED_FIGURES:
+
+    rule:
+        name:
+            fig.rule
+        input:
+            **fig.inputs,
+        output:
+            **figure_outputs(fig),
+        log:
+            PATHS.log(fig.paper, fig.log_stem),
+        localrule: True
+        conda:
+            ENV
+        params:
+            draw=fig.draw or "",
+            claims_fn=fig.claims or "",
+            inputs=lambda wildcards, input: named_paths(input),
+            drawn=lambda wildcards, output: drawn_files(output),
+            claims=lambda wildcards, output: output.get("claims", ""),
+            settings=fig.settings_json(),
+            scale=SCALE,
+            dpi=config["report"]["dpi"],
+            code=code_hash(*fig.code),
+        shell:
+            "python -m featlearn figure --draw={params.draw:q} --claims-fn={params.claims_fn:q}"
+            " --inputs {params.inputs:q} --settings {params.settings:q} --figures {params.drawn:q}"
+            " --claims={params.claims:q} --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
