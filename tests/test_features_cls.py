@@ -14,7 +14,8 @@ import pytest
 from featlearn.compute import Context
 from featlearn.features import experiments as ex
 from featlearn.features import figures as F
-from featlearn.features.extract import extract_table, write_csv
+from featlearn.features.extract import extract_table
+from featlearn.io import write_csv
 from featlearn.features.simulate import theory_job
 from featlearn.figure import write_outputs
 

@@ -15,6 +15,7 @@ from featlearn.features.gpt import GPT, GPTConfig, parameter_count
 from featlearn.compute import Context
 from featlearn.features.lm_figures import claims_5, cooccurrence_claims, display_token, draw_5, read_tables, token_gaps
 from featlearn.figure import write_outputs
+from featlearn.io import write_csv
 
 # --- co-occurrence on a hand-made corpus ---------------------------------------------------------------
 
@@ -233,8 +234,8 @@ def test_figure_and_claims_from_tables(tmp_path):
     logits.loc[logits["token_rank"] == 0, "token"] = "\n"
     logits.loc[logits["token_rank"] == 1, "token"] = "NA"
     lp, gp = tmp_path / "logits.csv", tmp_path / "log.csv"
-    L.write_table(logits, lp)
-    L.write_table(pd.DataFrame({"dataset": "tinyshakespeare", "step": [0, 10], "metric": "val_loss", "value": [4.2, 2.5]}), gp)
+    write_csv(logits, lp)
+    write_csv(pd.DataFrame({"dataset": "tinyshakespeare", "step": [0, 10], "metric": "val_loss", "value": [4.2, 2.5]}), gp)
     df, logs = read_tables([str(lp)], [str(gp)])
     assert set(df["token"].head(12)) == {"\n", "NA"}  # tokens read verbatim
     assert len(logs) == 2

@@ -92,10 +92,11 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
     script = textwrap.dedent(
         f"""
         import torch, sys
-        from featlearn.lm.train import LMRun, train_lm, write_table
+        from featlearn.io import write_csv
+        from featlearn.lm.train import LMRun, train_lm
         out = train_lm(LMRun(**{settings!r}), torch.load({str(tmp_path / 'train.pt')!r}), torch.load({str(tmp_path / 'valid.pt')!r}),
                        40, sys.argv[1])
-        write_table(out["log"], sys.argv[2])
+        write_csv(out["log"], sys.argv[2])
         """
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))

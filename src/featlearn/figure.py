@@ -23,18 +23,17 @@ class Table:
 
 def write_outputs(drawn, paths: list[str], dpi: int) -> None:
     """Save what a draw function returned to ``paths`` (the format follows each extension)."""
-    from featlearn.io import atomic_open
+    from featlearn.io import write_csv, write_text
 
     if isinstance(drawn, Table):
         for path in paths:
             ext = os.path.splitext(path)[1]
-            with atomic_open(path, newline="") as fh:
-                if ext == ".csv":
-                    drawn.frame.to_csv(fh, index=False)
-                elif ext == ".md":
-                    fh.write(drawn.markdown)
-                else:
-                    raise ValueError(f"{path}: a table is written as .csv or .md")
+            if ext == ".csv":
+                write_csv(drawn.frame, path)
+            elif ext == ".md":
+                write_text(path, drawn.markdown)
+            else:
+                raise ValueError(f"{path}: a table is written as .csv or .md")
         return
     from featlearn.plotting import save_figure
 

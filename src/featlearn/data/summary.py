@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from featlearn.data.registry import PREPARED
-from featlearn.io import atomic_open
+from featlearn.io import write_csv
 
 
 def summary_table(stats_paths: list[str | os.PathLike]) -> pd.DataFrame:
@@ -40,8 +40,7 @@ def write_summary(stats_paths: list[str | os.PathLike], out_csv: str | os.PathLi
     from featlearn.plotting import save_figure, set_style
 
     df = summary_table(stats_paths)
-    with atomic_open(out_csv, newline="") as fh:
-        df.to_csv(fh, index=False)
+    write_csv(df, out_csv)
 
     set_style()
     if df.empty:  # every dataset switched off: still a valid (empty) figure

@@ -29,6 +29,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+from featlearn.io import write_csv
 
 Rows = Sequence[tuple[int, str]]
 COLUMNS = ("unit", "cls", "polarity", "total", "log_odds")
@@ -205,14 +206,6 @@ def extract_table(cfg: dict, dataset: str, rows: list[tuple[int, str]]) -> pd.Da
     n_classes = max(y for y, _ in rows) + 1
     floor = cfg["min_count"][dataset]
     return _with_kind(extract(token_counts(rows, max(n_classes, 2)), ratio, floor), "token")
-
-
-def write_csv(df: pd.DataFrame, path: str) -> None:
-    """A tidy table as CSV, written atomically (floats to 8 significant digits)."""
-    from featlearn.io import atomic_open
-
-    with atomic_open(path, newline="") as fh:
-        df.to_csv(fh, index=False, float_format="%.8g")
 
 
 def extract_job(settings: dict, inputs: dict, outputs: dict, ctx) -> None:

@@ -25,9 +25,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -35,7 +33,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from featlearn.io import atomic_open, atomic_path, load_tensor
+from featlearn.io import load_tensor, write_csv
+from featlearn.training import resumable_training
 
 # token_count / target_count: occurrences in the training split; cooccurrence: times target follows token
 LOGIT_COLUMNS = ("dataset", "token_rank", "token_id", "token", "token_count", "group", "target_id", "target", "target_count", "cooccurrence", "logit")
@@ -102,11 +101,6 @@ def cooccurrence_logits(model_fn, train_ids: torch.Tensor, vocab: list[str], n_f
     return pd.DataFrame(rows, columns=LOGIT_COLUMNS)
 
 
-def write_table(df: pd.DataFrame, path: str | os.PathLike) -> None:
-    with atomic_open(path, newline="") as fh:
-        df.to_csv(fh, index=False, float_format="%.7g")
-
-
 def read_vocab(path: str | os.PathLike) -> list[str]:
     from featlearn.data.prepare import read_vocab as _read
 
@@ -140,8 +134,8 @@ def word_run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     log = out["log"]
     log = log[log["metric"].isin(["train_loss", "val_loss"])][["step", "metric", "value"]]
     log.insert(0, "dataset", dataset)
-    write_table(log, outputs["log"])
-    write_table(table, outputs["logits"])
+    write_csv(log, outputs["log"])
+    write_csv(table, outputs["logits"])
     _log(tag, f"wrote {outputs['log']} and {outputs['logits']}")
 
 
@@ -213,32 +207,17 @@ def _val_loss(model, valid: torch.Tensor, run: CharRun, device) -> float:
 def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab: int, work_dir: str | os.PathLike, device: str = "cpu", tag: str = ""):
     """Train the character GPT; returns (model, long log of step/metric/value).
 
-    A resume checkpoint (model, optimiser, both random states, log, running training loss) is written atomically every
-    ``checkpoint_every`` iterations, so a killed job continues from there when rerun; on CPU the result
-    equals an uninterrupted run.
+    Resumable from ``work_dir`` (:func:`featlearn.training.resumable_training`; the window generator is
+    saved with the checkpoint): on the CPU a resumed run equals an uninterrupted one.
     """
     from featlearn.features.gpt import GPT, GPTConfig
 
-    work = Path(work_dir)
-    work.mkdir(parents=True, exist_ok=True)
-    resume = work / "resume.pt"
     dev = torch.device(device)
     torch.manual_seed(run.seed)
     model = GPT(GPTConfig(vocab, run.block_size, run.n_layer, run.n_head, run.n_embd, run.dropout)).to(dev)
     opt = _optimizer(model, run)
     gen = torch.Generator().manual_seed(run.seed)
     rows: list[dict] = []
-    start, running, seen = 0, 0.0, 0  # running: sum of the training losses since the last evaluation
-    if resume.exists():
-        state = torch.load(resume, weights_only=True, map_location=dev)
-        if state["run"] != asdict(run):
-            raise RuntimeError(f"{resume} belongs to different settings; delete it to start afresh")
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["rng"])
-        gen.set_state(state["gen"])
-        start, rows, running, seen = state["step"], state["rows"], state["running"], state["seen"]
-        _log(tag, f"resuming at iteration {start} from {resume}")
 
     def record(step: int, train_loss: float | None) -> None:
         val = _val_loss(model, valid_ids, run, dev)
@@ -247,13 +226,9 @@ def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tenso
             rows.append({"step": step, "metric": "train_loss", "value": train_loss})
         _log(tag, f"iteration {step}/{run.iterations} val loss {val:.3f}")
 
-    t0 = time.perf_counter()
-    if start == 0:
-        record(0, None)
-    model.train()
-    for step in range(start + 1, run.iterations + 1):
+    def step(i: int) -> float:
         for group in opt.param_groups:
-            group["lr"] = learning_rate(step, run)
+            group["lr"] = learning_rate(i, run)
         x, y = random_windows(train_ids, run.block_size, run.batch_size, gen)
         logits = model(x.to(dev))
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.to(dev).reshape(-1))
@@ -261,16 +236,16 @@ def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tenso
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), run.grad_clip)
         opt.step()
-        running, seen = running + loss.item(), seen + 1
-        if step % run.eval_every == 0 or step == run.iterations:
-            record(step, running / seen)
-            running, seen = 0.0, 0
-        if step % run.checkpoint_every == 0 and step < run.iterations:
-            with atomic_path(resume) as tmp:
-                torch.save({"run": asdict(run), "step": step, "model": model.state_dict(), "optimizer": opt.state_dict(),
-                            "rng": torch.get_rng_state(), "gen": gen.get_state(), "rows": rows, "running": running, "seen": seen}, tmp)
-    resume.unlink(missing_ok=True)  # finished: the tables are the result
-    _log(tag, f"done: {run.iterations - start} iterations in {time.perf_counter() - t0:.0f}s")
+        return loss.item()
+
+    def load_log(logged: dict) -> None:
+        rows[:] = logged["rows"]
+
+    resumable_training(
+        model, opt, total=run.iterations, step=step, record=record, eval_every=run.eval_every,
+        checkpoint_every=run.checkpoint_every, work_dir=work_dir, settings=asdict(run), device=dev, generators=[gen],
+        save_log=lambda: {"rows": rows}, load_log=load_log, log=lambda message: _log(tag, message),
+    )
     return model, pd.DataFrame(rows, columns=["step", "metric", "value"])
 
 
@@ -287,6 +262,6 @@ def char_run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     model.eval()
     table = cooccurrence_logits(model, train_ids, vocab, settings["n_frequent"], settings["top_k"], dataset, device)
     log.insert(0, "dataset", dataset)
-    write_table(log, outputs["log"])
-    write_table(table, outputs["logits"])
+    write_csv(log, outputs["log"])
+    write_csv(table, outputs["logits"])
     _log(tag, f"wrote {outputs['log']} and {outputs['logits']}")

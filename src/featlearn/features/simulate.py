@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from featlearn.features.experiments import _log, load_splits
-from featlearn.features.extract import write_csv
+from featlearn.io import write_csv
 
 
 def theory_job(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:

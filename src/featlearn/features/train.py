@@ -41,7 +41,8 @@ from featlearn.features.models import (
     token_scores,
     with_bos,
 )
-from featlearn.io import atomic_open
+from featlearn.io import write_csv
+from featlearn.seeding import derived_seed
 
 PAD_ID = 0  # "<pad>" comes first in the prepared vocabularies; padded positions are masked anyway
 UNK = "unk"
@@ -268,8 +269,8 @@ def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab
 
     seeds = sorted({r.seed for r in runs})
     run_of_seed = torch.tensor([seeds.index(r.seed) for r in runs])
-    data_gen = {s: torch.Generator().manual_seed(1_000_003 * s + 11) for s in seeds}
-    drop_gen = torch.Generator(device=dev).manual_seed(1_000_003 * seeds[0] + 13 + 7 * len(seeds))
+    data_gen = {s: torch.Generator().manual_seed(derived_seed(s, 11)) for s in seeds}
+    drop_gen = torch.Generator(device=dev).manual_seed(derived_seed(seeds[0], 13 + 7 * len(seeds)))
     train_enc = splits["train"]
     meta = pd.DataFrame({"run": range(R), "seed": [r.seed for r in runs], "activation": acts,
                          "sigma_v": [r.sigma_v for r in runs]})
@@ -411,5 +412,4 @@ def write_tables(result: Result, scores: str | None = None, metrics: str | None 
     """Write the tidy tables (atomically) to the given CSV paths."""
     for df, path in ((result.scores, scores), (result.metrics, metrics), (result.summary, summary)):
         if path:
-            with atomic_open(path, newline="") as fh:
-                df.to_csv(fh, index=False, float_format="%.8g")
+            write_csv(df, path)

@@ -37,14 +37,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from featlearn.io import atomic_open
+from featlearn.io import write_csv
 
 SETTINGS = ("smooth", "random")
-
-
-def _write(df: pd.DataFrame, path: str) -> None:
-    with atomic_open(path, newline="") as fh:
-        df.to_csv(fh, index=False, float_format="%.10g")
 
 
 # ----------------------------------------------------------------------------- data and metrics
@@ -244,9 +239,9 @@ def softmax_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
         M = M.numpy()  # [R, rows, cols]: rows as "steps" of _grid_table, so transpose to [rows, R, cols]
         df = _grid_table(runs, list(range(M.shape[1])), M.transpose(1, 0, 2), "col", matrix=name).rename(columns={"step": "row"})
         mats.append(df[["setting", "seed", "matrix", "row", "col", "value"]])
-    _write(_quantities(runs, logged, series), outputs["steps"])
-    _write(pd.concat(mats, ignore_index=True), outputs["matrices"])
-    _write(_grid_table(runs, logged, np.stack(v0_hist), "component"), outputs["v0"])
+    write_csv(_quantities(runs, logged, series), outputs["steps"])
+    write_csv(pd.concat(mats, ignore_index=True), outputs["matrices"])
+    write_csv(_grid_table(runs, logged, np.stack(v0_hist), "component"), outputs["v0"])
 
 
 # ----------------------------------------------------------------------------- claim 1 (exp attention)
@@ -304,4 +299,4 @@ def exp_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
 
         gd(params, X, U, spec, lr, steps, log_every, log, tag=f"exp sim lr={lr:g} ({R} runs)")
         frames.append(_quantities(runs, logged, series, lr=lr, time=np.asarray(logged) * lr))
-    _write(pd.concat(frames, ignore_index=True), outputs["steps"])
+    write_csv(pd.concat(frames, ignore_index=True), outputs["steps"])

@@ -26,7 +26,7 @@ import pandas as pd
 import torch
 
 from featlearn.data.fetch import resolve_offline
-from featlearn.io import atomic_open, load_tensor
+from featlearn.io import load_tensor, write_csv
 from featlearn.lm.attention import attention_entropy, uniform_causal_entropy
 from featlearn.lm.rank import gaussian_stable_rank, stable_rank
 
@@ -360,8 +360,7 @@ def analyse_checkpoint(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
         for i, h in enumerate(entropy)
     ]
     df = pd.DataFrame(rows, columns=list(COLUMNS))
-    with atomic_open(outputs["table"], newline="") as fh:
-        df.to_csv(fh, index=False, float_format="%.10g")
+    write_csv(df, outputs["table"])
     sr = df[df["metric"] == "stable_rank"]["value"]
     print(f"{tag}: stable rank {sr.min():.1f}..{sr.max():.1f}, entropy {entropy.min():.3f}..{entropy.max():.3f} "
           f"(uniform {bound:.3f})", file=sys.stderr, flush=True)

@@ -5,13 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from featlearn.io import atomic_open
+from featlearn.io import write_csv
 from featlearn.joma import dynamics as D
-
-
-def _write(df: pd.DataFrame, path: str) -> None:
-    with atomic_open(path, newline="") as fh:
-        df.to_csv(fh, index=False, float_format="%.10g")
 
 
 def eq6_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
@@ -25,7 +20,7 @@ def eq6_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
         steps = np.arange(cfg["steps"] + 1)
         for j in range(cfg["n"]):
             rows.append(pd.DataFrame({"variant": variant, "step": steps, "component": j, "mu": mu[j], "v": traj[:, j], "entropy": H}))
-    _write(pd.concat(rows, ignore_index=True), outputs["discrete"])
+    write_csv(pd.concat(rows, ignore_index=True), outputs["discrete"])
 
     t = np.linspace(0.0, cfg["exact_t_max"], cfg["exact_points"])
     V = D.eq6_exact(mu, t)
@@ -35,7 +30,7 @@ def eq6_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
             r = V[i, j] / mu[j]
             resid = D.F(r, mu[j]) - ti if r < 1 - 1e-6 else np.nan  # F diverges at r = 1 (converged)
             rows.append({"t": ti, "component": j, "mu": mu[j], "v": V[i, j], "F_minus_t": resid})
-    _write(pd.DataFrame(rows), outputs["exact"])
+    write_csv(pd.DataFrame(rows), outputs["exact"])
 
 
 def theorem2_table(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
@@ -52,4 +47,4 @@ def theorem2_table(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
         for i in range(len(t))
         for j in range(len(delta))
     ]
-    _write(pd.DataFrame(rows), outputs["table"])
+    write_csv(pd.DataFrame(rows), outputs["table"])

@@ -39,8 +39,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from featlearn.io import atomic_open
+from featlearn.io import write_csv
 from featlearn.joma.hierarchy import Hierarchy, cooccurrence, hblt_pair, hblt_rho0, make_hierarchy, sample_hblt, theorem5
+from featlearn.seeding import derived_seed
 
 # ----------------------------------------------------------------------------- model
 
@@ -88,15 +89,15 @@ def build_model(M: int, n_classes: int, cfg: dict, seed: int) -> HierTransformer
 
 
 def _init_seed(seed: int) -> int:
-    return 1_000_003 * seed + 29
+    return derived_seed(seed, 29)
 
 
 def _data_seed(seed: int) -> int:
-    return 1_000_003 * seed + 17
+    return derived_seed(seed, 17)
 
 
 def _eval_seed(seed: int) -> int:
-    return 1_000_003 * seed + 41
+    return derived_seed(seed, 41)
 
 
 # ----------------------------------------------------------------------------- metric
@@ -233,11 +234,6 @@ def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg
 # ----------------------------------------------------------------------------- compute API
 
 
-def _write(df: pd.DataFrame, path: str) -> None:
-    with atomic_open(path, newline="") as fh:
-        df.to_csv(fh, index=False, float_format="%.10g")
-
-
 def table1_cell(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Train one grid cell (C, n_ch, n0, n1) for all its seeds; write NCorr per level for the trained
     and the untrained network (same init, same evaluation samples).
@@ -277,7 +273,7 @@ def table1_cell(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     print("  NCorr (mean over seeds), untrained -> trained: "
           + "; ".join(f"s={s} {mean[(s, False)]:.3f} -> {mean[(s, True)]:.3f}" for s in sorted(df["level"].unique())),
           file=sys.stderr, flush=True)
-    _write(df, outputs["cell"])
+    write_csv(df, outputs["cell"])
 
 
 def hblt_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
@@ -298,4 +294,4 @@ def hblt_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
             rows.append({"rho": rho, "L": L, "H": H, "rho0": rho0, "empirical": p, "se": se, "theory": theorem5(rho, L, rho0, H),
                          "n": n, "n_samples": cfg["n_samples"]})
         print(f"joma hblt: rho={rho} done", file=sys.stderr, flush=True)
-    _write(pd.DataFrame(rows), outputs["table"])
+    write_csv(pd.DataFrame(rows), outputs["table"])

@@ -11,7 +11,8 @@ layer's feed-forward up-projection (JoMA Fig. 7's measure, here on the pipeline'
 
 from __future__ import annotations
 
-from featlearn.lm.train import train_from_files, write_table
+from featlearn.io import write_csv
+from featlearn.lm.train import train_from_files
 
 
 def run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
@@ -27,4 +28,4 @@ def run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     log.insert(0, "lr", settings["lr"])
     log.insert(0, "n_layer", settings["n_layer"])
     log.insert(0, "dataset", dataset)
-    write_table(log, outputs["log"])
+    write_csv(log, outputs["log"])

@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from featlearn.io import atomic_open, atomic_path
 from featlearn.lm.attention import attention_entropy
 from featlearn.lm.data import batchify, get_batch, num_batches
 from featlearn.lm.model import LMConfig, TransformerLM
 from featlearn.lm.rank import stable_rank
+from featlearn.training import resumable_training
 
 
 @dataclass(frozen=True)
@@ -78,9 +76,8 @@ def _evaluate(model: TransformerLM, valid: torch.Tensor, run: LMRun) -> tuple[fl
 
 
 def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab: int, work_dir: str | os.PathLike, device: str = "cpu", tag: str = "") -> dict[str, pd.DataFrame]:
-    work = Path(work_dir)
-    work.mkdir(parents=True, exist_ok=True)
-    resume_path = work / "resume.pt"
+    """Train one LM (resumable: :func:`featlearn.training.resumable_training`); returns its log and
+    attention-map tables and the trained model."""
     dev = torch.device(device)
     torch.manual_seed(run.seed)
     model = TransformerLM(LMConfig(vocab, run.d_model, run.d_ff, run.n_head, run.n_layer, run.dropout)).to(dev)
@@ -90,17 +87,9 @@ def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
     per_epoch = num_batches(train, run.bptt)
     log_rows: list[dict] = []
     map_rows: list[pd.DataFrame] = []
-    start = 0
-    if resume_path.exists():
-        state = torch.load(resume_path, weights_only=True, map_location=dev)
-        if state["run"] != asdict(run):
-            raise RuntimeError(f"{resume_path} belongs to different settings; delete it to start afresh")
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["rng"])
-        start, log_rows = state["step"], state["log_rows"]
-        map_rows = [pd.DataFrame(m) for m in state["map_rows"]]
-        print(f"[lm{tag}] resuming at iteration {start} from {resume_path}", file=sys.stderr, flush=True)
+
+    def say(message: str) -> None:
+        print(f"[lm{tag}] {message}", file=sys.stderr, flush=True)
 
     def record(step: int, train_loss: float | None) -> None:
         val_loss, ents, probe = _evaluate(model, valid, run)
@@ -116,36 +105,29 @@ def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
                 T = a.shape[0]
                 ii, jj = torch.meshgrid(torch.arange(T), torch.arange(T), indexing="ij")
                 map_rows.append(pd.DataFrame({"step": step, "layer": layer, "i": ii.reshape(-1).numpy(), "j": jj.reshape(-1).numpy(), "a": a.reshape(-1).numpy()}))
-        print(f"[lm{tag}] iteration {step}/{run.iterations} val loss {val_loss:.3f} entropy {[round(e, 3) for e in ents.tolist()]}", file=sys.stderr, flush=True)
+        say(f"iteration {step}/{run.iterations} val loss {val_loss:.3f} entropy {[round(e, 3) for e in ents.tolist()]}")
 
-    t0 = time.perf_counter()
-    if start == 0:
-        record(0, None)
-    model.train()
-    running, seen = 0.0, 0
-    for step in range(start + 1, run.iterations + 1):
-        x, y = get_batch(train, (step - 1) % per_epoch, run.bptt)
+    def step(i: int) -> float:
+        x, y = get_batch(train, (i - 1) % per_epoch, run.bptt)
         logits, _ = model(x)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), run.clip)
         opt.step()
-        running, seen = running + loss.item(), seen + 1
-        if step % run.log_every == 0 or step == run.iterations:
-            record(step, running / seen)
-            running, seen = 0.0, 0
-        if step % run.checkpoint_every == 0 and step < run.iterations:
-            with atomic_path(resume_path) as tmp:
-                torch.save(
-                    {"run": asdict(run), "step": step, "model": model.state_dict(), "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
-                     "log_rows": log_rows, "map_rows": [m.to_dict("list") for m in map_rows]},
-                    tmp,
-                )
-    resume_path.unlink(missing_ok=True)  # finished: the tables are the result
-    seconds = time.perf_counter() - t0
-    print(f"[lm{tag}] done: {run.iterations - start} iterations in {seconds:.0f}s", file=sys.stderr, flush=True)
-    return {"log": pd.DataFrame(log_rows), "maps": pd.concat(map_rows, ignore_index=True) if map_rows else pd.DataFrame(), "model": model, "resume": resume_path}
+        return loss.item()
+
+    def load_log(logged: dict) -> None:
+        log_rows[:] = logged["log_rows"]
+        map_rows[:] = [pd.DataFrame(m) for m in logged["map_rows"]]
+
+    resumable_training(
+        model, opt, total=run.iterations, step=step, record=record, eval_every=run.log_every,
+        checkpoint_every=run.checkpoint_every, work_dir=work_dir, settings=asdict(run), device=dev,
+        save_log=lambda: {"log_rows": log_rows, "map_rows": [m.to_dict("list") for m in map_rows]},
+        load_log=load_log, log=say,
+    )
+    return {"log": pd.DataFrame(log_rows), "maps": pd.concat(map_rows, ignore_index=True) if map_rows else pd.DataFrame(), "model": model}
 
 
 def train_from_files(settings: dict, train_pt: str, valid_pt: str, vocab_json: str, work_dir: str, device: str, tag: str = "") -> dict:
@@ -158,8 +140,3 @@ def train_from_files(settings: dict, train_pt: str, valid_pt: str, vocab_json: s
         vocab = len(json.load(fh))
     print(f"[lm{tag}] settings {settings}", file=sys.stderr, flush=True)
     return train_lm(LMRun(**settings), load_tensor(train_pt), load_tensor(valid_pt), vocab, work_dir, device=device, tag=tag)
-
-
-def write_table(df: pd.DataFrame, path: str | os.PathLike) -> None:
-    with atomic_open(path, newline="") as fh:
-        df.to_csv(fh, index=False, float_format="%.7g")

@@ -7,25 +7,19 @@ paths; figures read only these tables.
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 
 import numpy as np
 import pandas as pd
 import torch
 
-from featlearn.io import atomic_open
+from featlearn.io import write_csv
 from featlearn.scan_snap import metrics, theory
 from featlearn.scan_snap.data import SequenceClasses, sample_counts
 from featlearn.scan_snap.train import History, RunSet, train
 
 # Syn-Small layouts (Fig. 4): a separate query per class, or one shared query for both classes.
 LAYOUTS = {"separate": (2, 1), "shared": (1, 2)}
-
-
-def _write_csv(df: pd.DataFrame, path: str | os.PathLike) -> None:
-    with atomic_open(path, newline="") as fh:
-        df.to_csv(fh, index=False, float_format="%.9g")
 
 
 def _step_table(hist: History, spec: SequenceClasses, runs: pd.DataFrame) -> pd.DataFrame:
@@ -88,8 +82,8 @@ def syn_small(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
         print(f"[scan_snap] syn_small {layout}: {len(grid)} runs in {hist.seconds:.1f}s", file=sys.stderr)
         steps_frames.append(_step_table(hist, spec, runs))
         comp_frames.append(_composition_table(hist, runs).merge(runs, on="run"))
-    _write_csv(pd.concat(steps_frames, ignore_index=True), outputs["steps"])
-    _write_csv(pd.concat(comp_frames, ignore_index=True), outputs["composition"])
+    write_csv(pd.concat(steps_frames, ignore_index=True), outputs["steps"])
+    write_csv(pd.concat(comp_frames, ignore_index=True), outputs["composition"])
 
 
 def adam(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
@@ -103,8 +97,8 @@ def adam(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
                 device=ctx.device)
     )
     print(f"[scan_snap] adam: {len(grid)} runs in {hist.seconds:.1f}s", file=sys.stderr)
-    _write_csv(_step_table(hist, spec, runs), outputs["steps"])
-    _write_csv(_composition_table(hist, runs, steps=[hist.steps[-1]]).merge(runs, on="run"), outputs["composition"])
+    write_csv(_step_table(hist, spec, runs), outputs["steps"])
+    write_csv(_composition_table(hist, runs, steps=[hist.steps[-1]]).merge(runs, on="run"), outputs["composition"])
 
 
 def syn_medium(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
@@ -159,14 +153,14 @@ def syn_medium(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
                 }
             ).merge(runs, on="run")
         )
-    _write_csv(pd.concat(finals, ignore_index=True), outputs["final"])
-    _write_csv(pd.concat(recalls, ignore_index=True), outputs["recall"])
+    write_csv(pd.concat(finals, ignore_index=True), outputs["final"])
+    write_csv(pd.concat(recalls, ignore_index=True), outputs["recall"])
 
 
 def generator_check(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Empirical token frequencies per class against P(l|n), from many fresh batches."""
     spec = SequenceClasses(*LAYOUTS["separate"], cfg["seq_len"])
-    gen = torch.Generator().manual_seed(cfg.get("seed", 0))
+    gen = torch.Generator().manual_seed(cfg["seed"])
     counts = torch.zeros(spec.K, spec.M, dtype=torch.float64)
     n_seq = torch.zeros(spec.K, dtype=torch.float64)
     for _ in range(cfg["batches"]):
@@ -188,7 +182,7 @@ def generator_check(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
             "draws": draws.expand(K, M).reshape(-1).numpy(),
         }
     )
-    _write_csv(df, outputs["freq"])
+    write_csv(df, outputs["freq"])
 
 
 def theory_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
@@ -200,7 +194,7 @@ def theory_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
         g = theory.gamma(t, eta_y, cfg["M"], cfg["K"])
         B = theory.snapping_curve(t, eta_y, cfg["eta_z"], cfg["M"], cfg["K"], cfg["C0"])
         rows.append(pd.DataFrame({"eta_y": eta_y, "eta_z": cfg["eta_z"], "t": t, "gamma": g, "B": B}))
-    _write_csv(pd.concat(rows, ignore_index=True), outputs["snapping"])
+    write_csv(pd.concat(rows, ignore_index=True), outputs["snapping"])
 
     rows = []
     steps = np.arange(cfg["discrete_steps"] + 1)
@@ -216,7 +210,7 @@ def theory_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
                 }
             )
         )
-    _write_csv(pd.concat(rows, ignore_index=True), outputs["decoder"])
+    write_csv(pd.concat(rows, ignore_index=True), outputs["decoder"])
 
     rows = []
     for eta_z in cfg["t0_eta_z"]:
@@ -228,4 +222,4 @@ def theory_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
             t0 = grid[int(np.argmax(g))]
             B = theory.snapping_curve(grid[grid <= t0], eta_y, eta_z, cfg["M"], cfg["K"], cfg["C0"])[-1]
             rows.append({"eta_z": eta_z, "eta_y": eta_y, "ratio_z_over_y": eta_z / eta_y, "t0": t0, "B_t0": B})
-    _write_csv(pd.DataFrame(rows), outputs["t0"])
+    write_csv(pd.DataFrame(rows), outputs["t0"])

@@ -15,6 +15,7 @@ import torch
 
 from featlearn.scan_snap.data import SequenceClasses, sample_counts
 from featlearn.scan_snap.model import class_composition, init_params, run_losses
+from featlearn.seeding import derived_seed
 
 
 @dataclass
@@ -53,11 +54,11 @@ class History:
 
 
 def _data_seed(seed: int) -> int:
-    return 1_000_003 * seed + 17
+    return derived_seed(seed, 17)
 
 
 def _init_seed(seed: int) -> int:
-    return 1_000_003 * seed + 29
+    return derived_seed(seed, 29)
 
 
 def train(runs: RunSet, progress: bool = False) -> History:

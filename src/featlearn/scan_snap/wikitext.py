@@ -8,11 +8,12 @@ clipping 0.5, constant learning rate; 1 layer with dropout 0.3, [D] 3 layers wit
 
 from __future__ import annotations
 
-from featlearn.lm.train import train_from_files, write_table
+from featlearn.io import write_csv
+from featlearn.lm.train import train_from_files
 
 
 def run_variant(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     out = train_from_files(settings, inputs["train"], inputs["valid"], inputs["vocab"], ctx.work_dir, ctx.device,
                            tag=f" {settings.get('n_layer')}L lr{settings.get('lr')}")
-    write_table(out["log"], outputs["log"])
-    write_table(out["maps"], outputs["maps"])
+    write_csv(out["log"], outputs["log"])
+    write_csv(out["maps"], outputs["maps"])

@@ -21,8 +21,13 @@ from featlearn.templates.sweep import VARIANTS, Group, RunSpec, auto_looped, tra
 from featlearn.templates.tasks import make_task
 
 
+# Settings a benchmark may set and the config does not (the sweeps' own values: Adam lr 1e-3, float32,
+# evaluation every epoch).
+OPTIONAL = {"lr": 1e-3, "dtype": "float32", "eval_every": 1}
+
+
 def _group(settings: dict, n: int, runs: list[RunSpec], epochs: int) -> Group:
-    dtype = {"float32": torch.float32, "float64": torch.float64}[settings.get("dtype", "float32")]
+    dtype = {"float32": torch.float32, "float64": torch.float64}[settings["dtype"]]
     return Group(
         make_task(**dict(settings["task"])),
         n,
@@ -31,7 +36,7 @@ def _group(settings: dict, n: int, runs: list[RunSpec], epochs: int) -> Group:
         model=dict(settings["model"]),
         epochs=epochs,
         batch=int(settings["batch"]),
-        eval_every=int(settings.get("eval_every", 1)),
+        eval_every=int(settings["eval_every"]),
         dtype=dtype,
         device=settings["device"],
         progress=False,
@@ -40,11 +45,12 @@ def _group(settings: dict, n: int, runs: list[RunSpec], epochs: int) -> Group:
 
 def benchmark(settings: dict, n: int) -> dict:
     """One measurement at training-set size n. ``settings``: task, arch, model, runs (R), epochs, batch,
-    sequential_runs, device (required) and optionally eval_every, lr, dtype (see
+    sequential_runs, device (required) and optionally eval_every, lr, dtype (``OPTIONAL``; see
     ``featlearn.templates.sweep.Group``)."""
+    settings = {**OPTIONAL, **settings}
     R, epochs = int(settings["runs"]), int(settings["epochs"])
     variants = list(VARIANTS) if settings["arch"] == "transformer" else ["vanilla"]
-    runs = [RunSpec(1 + i // len(variants), float(settings.get("lr", 1e-3)), variants[i % len(variants)]) for i in range(R)]
+    runs = [RunSpec(1 + i // len(variants), float(settings["lr"]), variants[i % len(variants)]) for i in range(R)]
     train_group(_group(settings, n, runs[:2], 1))  # warm-up (allocator, kernels)
     group = _group(settings, n, runs, epochs)
     vmapped = train_group(dataclasses.replace(group, looped=False)).seconds

@@ -33,7 +33,6 @@ import json
 import math
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -43,7 +42,8 @@ from torch import nn
 from transformers import GPT2Config, GPT2LMHeadModel, GPT2Model
 from transformers.models.gpt2.modeling_gpt2 import GPT2Attention
 
-from featlearn.io import atomic_open, atomic_path, load_tensor
+from featlearn.io import load_tensor, write_csv
+from featlearn.training import remove_checkpoint, resumable_training
 from featlearn.templates.gpt2_checkpoints import PRETRAINED, available, check_model_name  # noqa: F401
 
 VARIANTS = ("vanilla", "identity")
@@ -200,20 +200,7 @@ def train_wikitext(settings: dict, variant: str, train_pt: str, valid_pt: str, v
     n_params = count_parameters(model)
     # constant learning rate [P Fig. 6]; AdamW
     opt = torch.optim.AdamW(model.parameters(), lr=s["lr"], weight_decay=s["weight_decay"])
-    work = Path(work_dir)
-    work.mkdir(parents=True, exist_ok=True)
-    resume = work / "resume.pt"
     rows: list[dict] = []
-    start = 0
-    if resume.exists():
-        state = torch.load(resume, weights_only=True, map_location=device)
-        if state["settings"] != {**s, "variant": variant, "vocab": vocab}:
-            raise RuntimeError(f"{resume} belongs to different settings; delete it to start afresh")
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        torch.set_rng_state(state["rng"])
-        start, rows = state["step"], state["rows"]
-        print(f"{tag} resuming at step {start} from {resume}", file=sys.stderr, flush=True)
     print(f"{tag} {n_params} parameters, {len(train)} training blocks of {s['block']}, {per_epoch} steps per epoch, "
           f"{total} steps", file=sys.stderr, flush=True)
     val_log = valid[: s["val_blocks_log"]]
@@ -234,43 +221,42 @@ def train_wikitext(settings: dict, variant: str, train_pt: str, valid_pt: str, v
         print(f"{tag} step {step}/{total} train {train_loss if train_loss is None else round(train_loss, 3)} "
               f"val loss {val:.3f} (ppl {math.exp(val):.1f})", file=sys.stderr, flush=True)
 
-    t0 = time.perf_counter()
-    if start == 0:
-        record(0, None)
-    model.train()
-    running, seen = 0.0, 0
-    order, order_epoch = None, -1
-    for step in range(start + 1, total + 1):
-        epoch, i = divmod(step - 1, per_epoch)
-        if epoch != order_epoch:
-            order, order_epoch = epoch_order(len(train), s["seed"], epoch), epoch
-        x = train[order[i * s["batch"] : (i + 1) * s["batch"]]].to(device)
+    order = {}  # epoch -> its block order (each a function of (seed, epoch): a resumed run sees the same data)
+
+    def step(i: int) -> float:
+        epoch, j = divmod(i - 1, per_epoch)
+        if epoch not in order:
+            order.clear()
+            order[epoch] = epoch_order(len(train), s["seed"], epoch)
+        x = train[order[epoch][j * s["batch"] : (j + 1) * s["batch"]]].to(device)
         loss = lm_loss(model, x)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        running, seen = running + loss.item(), seen + 1
-        if step % s["eval_every"] == 0 or step == total:
-            record(step, running / seen)
-            running, seen = 0.0, 0
-        if step % s["checkpoint_every"] == 0 and step < total:
-            with atomic_path(resume) as tmp:
-                torch.save({"settings": {**s, "variant": variant, "vocab": vocab}, "step": step, "model": model.state_dict(),
-                            "optimizer": opt.state_dict(), "rng": torch.get_rng_state(), "rows": rows}, tmp)
+        return loss.item()
+
+    def load_log(logged: dict) -> None:
+        rows[:] = logged["rows"]
+
+    start = resumable_training(
+        model, opt, total=total, step=step, record=record, eval_every=s["eval_every"], checkpoint_every=s["checkpoint_every"],
+        work_dir=work_dir, settings={**s, "variant": variant, "vocab": vocab}, device=device,
+        save_log=lambda: {"rows": rows}, load_log=load_log, log=lambda message: print(f"{tag} {message}", file=sys.stderr, flush=True),
+        keep_checkpoint=True,  # until the final evaluation on the whole validation split is written
+    )
     final_blocks = valid if s["val_blocks"] is None else valid[: s["val_blocks"]]
     val = evaluate_lm(model, final_blocks, s["eval_batch"], device)
     log(total, "val_loss", val, final=True)
     log(total, "val_ppl", math.exp(val), final=True)
-    print(f"{tag} done: {total - start} steps in {time.perf_counter() - t0:.0f}s; validation perplexity {math.exp(val):.2f} "
-          f"on {len(final_blocks)} blocks", file=sys.stderr, flush=True)
+    print(f"{tag} validation perplexity {math.exp(val):.2f} on {len(final_blocks)} blocks ({total - start} steps trained "
+          "in this job)", file=sys.stderr, flush=True)
     df = pd.DataFrame(rows)
     df.insert(0, "variant", variant)
     df["parameters"] = n_params
     df["tokens_per_step"] = s["batch"] * s["block"]
     df["val_tokens"] = len(final_blocks) * (s["block"] - 1)
-    with atomic_open(out_csv, newline="") as fh:
-        df.to_csv(fh, index=False, float_format="%.8g")
-    resume.unlink(missing_ok=True)  # finished: the table is the result
+    write_csv(df, out_csv)
+    remove_checkpoint(work_dir)  # finished: the table is the result
     return df
 
 
@@ -363,8 +349,7 @@ def finetune_table(settings: dict, name: str, init: str, out_csv: str, device: s
                   f"{time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
             del model, body
     df = pd.DataFrame(rows)
-    with atomic_open(out_csv, newline="") as fh:
-        df.to_csv(fh, index=False, float_format="%.8g")
+    write_csv(df, out_csv)
     return df
 
 
@@ -404,8 +389,7 @@ def heads_table(settings: dict, name: str, out_csv: str) -> pd.DataFrame:
                                     "full_diag_mean": float(np.diag(M).mean()),
                                     "full_offdiag_abs_mean": float(np.abs(M - np.diag(np.diag(M))).sum() / (M.size - len(M)))}))
     df = pd.concat(frames, ignore_index=True)
-    with atomic_open(out_csv, newline="") as fh:
-        df.to_csv(fh, index=False, float_format="%.8g")
+    write_csv(df, out_csv)
     return df
 
 

@@ -240,7 +240,7 @@ def n_matrix_table(settings: dict) -> pd.DataFrame:
     rows = []
     for spec in settings["tasks"]:
         task = make_task(**dict(spec))
-        for kernel in settings.get("kernels", ["mlp", "attn", "trans"]):
+        for kernel in settings["kernels"]:
             N, Nb = n_matrix(
                 task,
                 kernel,
@@ -275,7 +275,7 @@ def krr_table(settings: dict) -> pd.DataFrame:
     rows = []
     for spec in settings["tasks"]:
         task = make_task(**dict(spec))
-        for kernel in settings.get("kernels", ["mlp", "trans"]):
+        for kernel in settings["kernels"]:
             for n in settings["n"]:
                 for seed in range(1, int(settings["seeds"]) + 1):
                     res = krr_unseen(
@@ -308,11 +308,7 @@ def write_tables(settings: dict, n_matrix_csv: str, beta0_csv: str, krr_csv: str
     import sys
     import time
 
-    from featlearn.io import atomic_open
-
-    def write(df: pd.DataFrame, path: str) -> None:
-        with atomic_open(path, newline="") as fh:
-            df.to_csv(fh, index=False, float_format="%.10g")
+    from featlearn.io import write_csv
 
     consts = {k: settings[k] for k in ("beta", "gamma", "b1", "b2")}
     t0 = time.perf_counter()
@@ -326,6 +322,6 @@ def write_tables(settings: dict, n_matrix_csv: str, beta0_csv: str, krr_csv: str
     krr = krr_table({**consts, **{k: kr[k] for k in ("tasks", "n", "seeds", "lam", "n_mc", "n_test")}, "kernels": ["mlp", "trans"]})
     print(f"[templates kernels] kernel ridge regression: {len(krr)} fits in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
     print(krr.groupby(["task", "kernel", "n"])["test_mse"].mean().to_string(), file=sys.stderr, flush=True)
-    write(nm, n_matrix_csv)
-    write(b0, beta0_csv)
-    write(krr, krr_csv)
+    write_csv(nm, n_matrix_csv)
+    write_csv(b0, beta0_csv)
+    write_csv(krr, krr_csv)

@@ -38,10 +38,10 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, vmap
 
-from featlearn.devices import resolve_device
-from featlearn.io import atomic_open
+from featlearn.io import write_csv
 from featlearn.templates.models import build_model
 from featlearn.templates.tasks import TaskData, TemplateTask, make_datasets, make_task
+from featlearn.seeding import derived_seed
 
 VARIANTS = {"vanilla": (False, False), "kq": (True, False), "vo": (False, True), "kq_vo": (True, True)}
 BETAS = (0.9, 0.999)
@@ -49,15 +49,15 @@ EPS = 1e-8
 
 
 def data_seed(seed: int) -> int:
-    return 1_000_003 * int(seed) + 11
+    return derived_seed(seed, 11)
 
 
 def init_seed(seed: int) -> int:
-    return 1_000_003 * int(seed) + 23
+    return derived_seed(seed, 23)
 
 
 def shuffle_seed(seed: int) -> int:
-    return 1_000_003 * int(seed) + 37
+    return derived_seed(seed, 37)
 
 
 @dataclass(frozen=True)
@@ -403,41 +403,67 @@ def _seeds(value) -> list[int]:
     return list(range(1, int(value) + 1)) if isinstance(value, (int, np.integer)) else [int(s) for s in value]
 
 
-def expand_groups(settings: dict) -> list[Group]:
+@dataclass(frozen=True)
+class SweepSettings:
+    """One curve of a sweep figure (built by ``sweep_experiments.figure_curves`` from the config): every
+    variant x learning rate x seed at every n. ``seeds``: an int S (seeds 1..S) or a list. ``device``:
+    already resolved (``cpu`` or ``cuda``). The fields with defaults are not config keys: the held-out
+    sizes and float32 follow [P App. A]; curves and progress lines are switches of the caller."""
+
+    task: dict
+    model: dict
+    variants: list
+    n: list
+    lrs: list
+    seeds: int | list
+    epochs: int
+    batch: int
+    max_group: int
+    arch: str = "transformer"
+    trainable: list | None = None
+    device: str = "cpu"
+    eval_every: int = 1
+    n_val: int = 100
+    n_test: int = 100
+    dtype: str = "float32"
+    curve_every: int = 0
+    progress: bool = True
+
+    @classmethod
+    def parse(cls, settings: dict) -> "SweepSettings":
+        stray = set(settings) - set(cls.__dataclass_fields__)
+        if stray:
+            raise ValueError(f"unknown sweep settings {sorted(stray)}")
+        return cls(**settings)
+
+
+def expand_groups(settings: dict | SweepSettings) -> list[Group]:
     """The groups of a sweep: one per n (chunks of at most ``max_group`` runs), each holding every
-    variant x learning rate x seed of that n. ``settings`` keys: task ({name, ...params}), arch, model,
-    variants, n, lrs, seeds (int S -> 1..S, or a list), epochs, batch, eval_every, trainable, n_val,
-    n_test, dtype, device, max_group, curve_every (> 0: record curves), progress."""
-    task = make_task(**dict(settings["task"]))
-    dtype = {"float32": torch.float32, "float64": torch.float64}[settings.get("dtype", "float32")]
-    runs = [
-        RunSpec(seed, float(lr), variant)
-        for variant, lr, seed in itertools.product(
-            settings.get("variants", ["vanilla"]), settings["lrs"], _seeds(settings["seeds"])
-        )
-    ]
-    max_group = int(settings.get("max_group", 64))
-    trainable = settings.get("trainable")
+    variant x learning rate x seed of that n (see :class:`SweepSettings`)."""
+    s = settings if isinstance(settings, SweepSettings) else SweepSettings.parse(settings)
+    task = make_task(**dict(s.task))
+    dtype = {"float32": torch.float32, "float64": torch.float64}[s.dtype]
+    runs = [RunSpec(seed, float(lr), variant) for variant, lr, seed in itertools.product(s.variants, s.lrs, _seeds(s.seeds))]
     groups = []
-    for n in settings["n"]:
-        for i in range(0, len(runs), max_group):
+    for n in s.n:
+        for i in range(0, len(runs), int(s.max_group)):
             groups.append(
                 Group(
                     task,
                     int(n),
-                    runs[i : i + max_group],
-                    arch=settings.get("arch", "transformer"),
-                    model=dict(settings.get("model", {})),
-                    epochs=int(settings["epochs"]),
-                    batch=int(settings.get("batch", 1024)),
-                    eval_every=int(settings.get("eval_every", 1)),
-                    trainable=tuple(trainable) if trainable else None,
-                    n_val=int(settings.get("n_val", 100)),
-                    n_test=int(settings.get("n_test", 100)),
+                    runs[i : i + int(s.max_group)],
+                    arch=s.arch,
+                    model=dict(s.model),
+                    epochs=int(s.epochs),
+                    batch=int(s.batch),
+                    eval_every=int(s.eval_every),
+                    trainable=tuple(s.trainable) if s.trainable else None,
+                    n_val=int(s.n_val),
+                    n_test=int(s.n_test),
                     dtype=dtype,
-                    device=resolve_device(settings.get("device", "cpu")),
-                    curve_every=int(settings.get("curve_every", 0)),
-                    progress=bool(settings.get("progress", True)),
+                    device=s.device,
+                    curve_every=int(s.curve_every),
+                    progress=bool(s.progress),
                 )
             )
     return groups
@@ -511,11 +537,6 @@ def sweep_frames(settings: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
         rows.append(_group_frame(group, res))
         curves.append(_curve_frame(group, res))
     return pd.concat(rows, ignore_index=True), pd.concat(curves, ignore_index=True)
-
-
-def write_csv(df: pd.DataFrame, path: str) -> None:
-    with atomic_open(path, newline="") as fh:
-        df.to_csv(fh, index=False, float_format="%.9g")
 
 
 def run_sweep(settings: dict, out: str, curves_out: str | None = None) -> pd.DataFrame:

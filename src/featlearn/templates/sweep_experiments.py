@@ -33,7 +33,8 @@ import torch
 
 from featlearn.templates.models import build_model, count_parameters
 from featlearn.templates.registry import FIGURE_GRID, FIGURES, GRID_AXIS, GRIDS  # noqa: F401 (the one copy)
-from featlearn.templates.sweep import sweep_frames, write_csv
+from featlearn.io import write_csv
+from featlearn.templates.sweep import sweep_frames
 from featlearn.templates.tasks import TASKS, check_data, make_datasets, make_task
 
 T5 = {"name": "aba_abb"}

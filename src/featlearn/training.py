@@ -1,0 +1,104 @@
+"""The one resumable training loop of every language model in the project (scan_snap and JoMA's
+``lm/train.py``, the features character GPT, the templates GPT-2).
+
+A model's own module says what one step is (``step(i) -> loss``) and what an evaluation logs
+(``record(i, mean_train_loss)``); this loop runs the steps, evaluates at step 0, every ``eval_every``
+steps and at the last one, and writes a resume checkpoint atomically every ``checkpoint_every`` steps.
+The checkpoint holds the model, the optimiser, torch's global random state (and CUDA's on a GPU), any
+extra generators, the running training loss and whatever the caller logs (``save_log``/``load_log``), so
+a job killed at any point and rerun continues from its last checkpoint; on the CPU the result equals an
+uninterrupted run (tests kill one with SIGKILL). A checkpoint written under other settings is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import torch
+
+from featlearn.io import atomic_path
+
+RESUME_FILE = "resume.pt"
+
+
+def resumable_training(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    *,
+    total: int,
+    step: Callable[[int], float],
+    record: Callable[[int, float | None], None],
+    eval_every: int,
+    checkpoint_every: int,
+    work_dir: str | os.PathLike,
+    settings: dict,
+    device: str | torch.device = "cpu",
+    generators: Sequence[torch.Generator] = (),
+    save_log: Callable[[], dict] = dict,
+    load_log: Callable[[dict], None] = lambda logged: None,
+    log: Callable[[str], None] = print,
+    keep_checkpoint: bool = False,
+) -> int:
+    """Train ``model`` from step 1 (or from the checkpoint in ``work_dir``) to ``total``; returns the step
+    it started from. ``settings`` identifies the run: a checkpoint saved under other settings raises.
+    The checkpoint is removed once the last step is done (the caller's tables are then the result), or
+    with ``keep_checkpoint`` left for the caller to remove with :func:`remove_checkpoint` once its
+    results are written (for a long evaluation after the last step)."""
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    resume = work / RESUME_FILE
+    dev = torch.device(device)
+    start, running, seen = 0, 0.0, 0  # running: sum of the training losses since the last evaluation
+    if resume.exists():
+        state = torch.load(resume, weights_only=True, map_location=dev)
+        if state.get("settings") != settings:
+            raise RuntimeError(f"{resume} belongs to different settings; delete it to start afresh")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        torch.set_rng_state(state["rng"])
+        if dev.type == "cuda" and state["cuda_rng"] is not None:
+            torch.cuda.set_rng_state(state["cuda_rng"], dev)
+        for gen, gen_state in zip(generators, state["generators"], strict=True):
+            gen.set_state(gen_state)
+        start, running, seen = state["step"], state["running"], state["seen"]
+        load_log(state["logged"])
+        log(f"resuming at step {start} from {resume}")
+
+    t0 = time.perf_counter()
+    if start == 0:
+        record(0, None)
+    model.train()
+    for i in range(start + 1, total + 1):
+        running, seen = running + step(i), seen + 1
+        if i % eval_every == 0 or i == total:
+            record(i, running / seen)
+            running, seen = 0.0, 0
+        if i % checkpoint_every == 0 and i < total:
+            with atomic_path(resume) as tmp:
+                torch.save(
+                    {
+                        "settings": settings,
+                        "step": i,
+                        "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "rng": torch.get_rng_state(),
+                        "cuda_rng": torch.cuda.get_rng_state(dev) if dev.type == "cuda" else None,
+                        "generators": [g.get_state() for g in generators],
+                        "running": running,
+                        "seen": seen,
+                        "logged": save_log(),
+                    },
+                    tmp,
+                )
+    if not keep_checkpoint:
+        remove_checkpoint(work)
+    log(f"done: {total - start} steps in {time.perf_counter() - t0:.0f}s")
+    return start
+
+
+def remove_checkpoint(work_dir: str | os.PathLike) -> None:
+    """Delete the resume checkpoint of a finished run."""
+    (Path(work_dir) / RESUME_FILE).unlink(missing_ok=True)

@@ -1,0 +1,85 @@
+"""The shared resumable training loop, the seed helper and the CSV writer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from featlearn.io import write_csv
+from featlearn.seeding import SEED_STRIDE, derived_seed
+from featlearn.training import RESUME_FILE, resumable_training
+
+
+def _run(work, total=12, eval_every=5, checkpoint_every=3, die_at=None, settings=None):
+    """A tiny regression trained with dropout-free SGD on batches drawn from its own generator."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    gen = torch.Generator().manual_seed(7)
+    rows: list[dict] = []
+
+    def step(i):
+        if i == die_at:
+            raise KeyboardInterrupt
+        x = torch.randn(8, 3, generator=gen)
+        y = x.sum(dim=1, keepdim=True) + 0.1 * torch.randn(8, 1)  # global RNG: restored too
+        loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    def record(i, train_loss):
+        rows.append({"step": i, "train_loss": train_loss, "w0": model.weight[0, 0].item()})
+
+    def load_log(logged):
+        rows[:] = logged["rows"]
+
+    start = resumable_training(model, opt, total=total, step=step, record=record, eval_every=eval_every,
+                               checkpoint_every=checkpoint_every, work_dir=work, settings=settings or {"lr": 0.1},
+                               generators=[gen], save_log=lambda: {"rows": rows}, load_log=load_log, log=lambda m: None)
+    return start, pd.DataFrame(rows)
+
+
+def test_uninterrupted_run_logs_at_step_zero_every_eval_and_at_the_end(tmp_path):
+    start, log = _run(tmp_path)
+    assert start == 0
+    assert log["step"].tolist() == [0, 5, 10, 12]
+    assert log["train_loss"].isna().tolist() == [True, False, False, False]  # no training loss before step 1
+    assert not (tmp_path / RESUME_FILE).exists()
+
+
+def test_resume_mid_interval_equals_an_uninterrupted_run(tmp_path):
+    # killed at step 8: the last checkpoint is step 6, between the evaluations at 5 and 10, so the
+    # running training loss of step 6 must come back with it
+    _, straight = _run(tmp_path / "a")
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path / "b", die_at=8)
+    assert torch.load(tmp_path / "b" / RESUME_FILE, weights_only=True)["step"] == 6
+    start, resumed = _run(tmp_path / "b")
+    assert start == 6
+    pd.testing.assert_frame_equal(resumed, straight)
+
+
+def test_checkpoint_of_other_settings_is_refused(tmp_path):
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, die_at=5)
+    with pytest.raises(RuntimeError, match="different settings"):
+        _run(tmp_path, settings={"lr": 0.2})
+
+
+def test_derived_seeds_are_the_stride_formula_and_never_collide():
+    assert derived_seed(3, 17) == 3 * 1_000_003 + 17
+    seeds = {derived_seed(s, k) for s in range(50) for k in (11, 13, 17, 23, 29, 37, 41)}
+    assert len(seeds) == 50 * 7
+    assert derived_seed(1, 0) - derived_seed(0, 0) == SEED_STRIDE
+
+
+def test_write_csv_round_trips_float32_and_keeps_ten_digits(tmp_path):
+    x = torch.randn(1000, generator=torch.Generator().manual_seed(0)).numpy().astype(np.float32)
+    write_csv(pd.DataFrame({"x": x, "y": [np.pi] * len(x)}), tmp_path / "t.csv")
+    back = pd.read_csv(tmp_path / "t.csv")
+    assert (back["x"].to_numpy().astype(np.float32) == x).all()
+    assert back["y"].iloc[0] == pytest.approx(np.pi, rel=1e-9)
