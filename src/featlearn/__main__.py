@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     from featlearn.scan_snap.bench import register as register_scan_snap_bench
 
     register_scan_snap_bench(sub)
-    from featlearn.templates.bench import register as register_templates_bench
+    from featlearn.templates.sweeps.bench import register as register_templates_bench
 
     register_templates_bench(sub)
     return parser

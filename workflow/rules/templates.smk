@@ -45,11 +45,11 @@ rule fig_templates_6:
         dpi=config["report"]["dpi"],
         code=code_hash(*TEMPLATES_GPT2_PLOT),
     shell:
-        "python -m featlearn figure --draw=featlearn.templates.gpt2_figures:draw_6"
+        "python -m featlearn figure --draw=featlearn.templates.gpt2.figures:draw_6"
         " --inputs {params.inputs:q} --figures {output.png} {output.other}"
         " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1 &&"
-        " python -m featlearn figure --draw=featlearn.templates.gpt2_figures:table_6"
-        " --claims-fn=featlearn.templates.gpt2_figures:claims_6 --inputs {params.inputs:q}"
+        " python -m featlearn figure --draw=featlearn.templates.gpt2.figures:table_6"
+        " --claims-fn=featlearn.templates.gpt2.figures:claims_6 --inputs {params.inputs:q}"
         " --figures {output.csv} {output.md} --claims={output.claims}"
         " --scale {params.scale} --dpi {params.dpi} >> {log} 2>&1"
 

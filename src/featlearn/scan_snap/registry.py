@@ -12,8 +12,8 @@ from featlearn.registry import CHECK, Figure, Job, PaperRegistry, Paths, Resourc
 PAPER = "scan_snap"
 SYNTHETIC_CODE = tuple(
     f"scan_snap/{m}.py" for m in ("data", "model", "train", "metrics", "theory", "experiments")
-)
-LM_CODE = ("lm", "scan_snap/wikitext.py")
+) + ("seeding.py",)
+LM_CODE = ("lm", "training.py", "scan_snap/wikitext.py")
 PLOT_CODE = ("scan_snap/figures.py", "plotting.py", "claims.py")
 EXPERIMENTS = "featlearn.scan_snap.experiments"
 FIGURES = "featlearn.scan_snap.figures"

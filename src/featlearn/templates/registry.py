@@ -33,20 +33,20 @@ FIGURE_GRID = {
     "25": "25",
 }
 FIGURES = tuple(FIGURE_GRID)
-# sweep figures with claims (claims 3-10): each has ``claims_<id>`` in sweep_figures
+# sweep figures with claims (claims 3-10): each has ``claims_<id>`` in sweeps/figures.py
 CLAIMED = ("2c", "3c", "5", "8", "17", "22", "23", "25")
 
-SWEEP_CODE = ("templates/sweep_experiments.py", "templates/sweep.py", "templates/models.py", "templates/tasks.py")
-SWEEP_PLOT = ("templates/sweep_figures.py", "plotting.py", "claims.py")
-KERNEL_CODE = ("templates/kernels.py", "templates/tasks.py")
-KERNEL_PLOT = ("templates/kernels_figures.py", "plotting.py", "claims.py")
-LM_CODE = ("templates/gpt2.py", "templates/gpt2_checkpoints.py")
+SWEEP_CODE = ("templates/sweeps/experiments.py", "templates/sweeps/engine.py", "seeding.py", "templates/models.py", "templates/tasks.py")
+SWEEP_PLOT = ("templates/sweeps/figures.py", "plotting.py", "claims.py")
+KERNEL_CODE = ("templates/kernels/theory.py", "templates/tasks.py")
+KERNEL_PLOT = ("templates/kernels/figures.py", "plotting.py", "claims.py")
+LM_CODE = ("templates/gpt2/experiments.py", "templates/gpt2/checkpoints.py", "training.py")
 T5_CODE = (*LM_CODE, "templates/tasks.py")
-GPT2_PLOT = ("templates/gpt2_figures.py", "plotting.py", "claims.py")
-SWEEPS = "featlearn.templates.sweep_experiments"
-SWEEP_FIGURES = "featlearn.templates.sweep_figures"
-GPT2 = "featlearn.templates.gpt2"
-GPT2_FIGURES = "featlearn.templates.gpt2_figures"
+GPT2_PLOT = ("templates/gpt2/figures.py", "plotting.py", "claims.py")
+SWEEPS = "featlearn.templates.sweeps.experiments"
+SWEEP_FIGURES = "featlearn.templates.sweeps.figures"
+GPT2 = "featlearn.templates.gpt2.experiments"
+GPT2_FIGURES = "featlearn.templates.gpt2.figures"
 WIKI_VARIANTS = ("vanilla", "identity")
 
 
@@ -90,7 +90,7 @@ def wikitext_logs(config: dict, paths: Paths, dataset_on) -> list[str]:
 
 def pretrained(config: dict) -> tuple[list[tuple[str, str]], list[str]]:
     """The usable GPT-2 checkpoints (model, revision) of Figs. 7 and 24, and why the others are left out."""
-    from featlearn.templates.gpt2_checkpoints import available
+    from featlearn.templates.gpt2.checkpoints import available
     from featlearn.workflow import pretrained_checkpoints
 
     pre = config[PAPER]["gpt2"]["pretrained"]
@@ -153,7 +153,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
     bench = Job(
         name="templates_bench",
         paper=PAPER,
-        run="featlearn.templates.bench:bench",
+        run="featlearn.templates.sweeps.bench:bench",
         outputs={"bench": out("bench.json")},
         settings={
             "task": {"name": "aba_abb"},
@@ -163,7 +163,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
             **{k: v for k, v in bench_cfg.items() if k != "threads"},
         },
         stem="bench",
-        code=SWEEP_CODE + ("templates/bench.py",),
+        code=SWEEP_CODE + ("templates/sweeps/bench.py",),
         threads=bench_cfg["threads"],
         resources=Resources(mem_mb=4000, runtime=60, gpu=True),
     )
@@ -173,7 +173,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
     kernels = Job(
         name="templates_kernels",
         paper=PAPER,
-        run="featlearn.templates.kernels:compute",
+        run="featlearn.templates.kernels.theory:compute",
         outputs={"n_matrix": out("kernel_n_matrix.csv"), "beta0": out("kernel_beta0.csv"), "krr": out("kernel_krr.csv")},
         settings={k: v for k, v in kcfg.items() if k != "threads"},
         stem="kernels",
@@ -188,8 +188,8 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
             name="kernels",
             inputs=dict(kernels.outputs),
             code=KERNEL_PLOT,
-            draw="featlearn.templates.kernels_figures:draw_kernels",
-            claims="featlearn.templates.kernels_figures:claims_kernels",
+            draw="featlearn.templates.kernels.figures:draw_kernels",
+            claims="featlearn.templates.kernels.figures:claims_kernels",
         )
     )
 

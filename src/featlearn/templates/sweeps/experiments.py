@@ -34,7 +34,7 @@ import torch
 from featlearn.templates.models import build_model, count_parameters
 from featlearn.templates.registry import FIGURE_GRID, FIGURES, GRID_AXIS, GRIDS  # noqa: F401 (the one copy)
 from featlearn.io import write_csv
-from featlearn.templates.sweep import sweep_frames
+from featlearn.templates.sweeps.engine import sweep_frames
 from featlearn.templates.tasks import TASKS, check_data, make_datasets, make_task
 
 T5 = {"name": "aba_abb"}
@@ -176,7 +176,7 @@ def checks(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     import pandas as pd
 
     from featlearn.claims import write_claims
-    from featlearn.templates.sweep_figures import check_claims
+    from featlearn.templates.sweeps.figures import check_claims
 
     rows = pd.DataFrame(data_and_identity_checks())
     write_csv(rows, outputs["table"])

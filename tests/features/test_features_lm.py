@@ -258,7 +258,7 @@ def test_lm_jobs_and_figures_are_registered():
     from featlearn.features.registry import registry
     from featlearn.registry import Paths, load
 
-    config = yaml.safe_load((Path(__file__).parents[1] / "config" / "config.yaml").read_text())
+    config = yaml.safe_load((Path(__file__).parents[2] / "config" / "config.yaml").read_text())
     reg = registry(config, Paths("results"), lambda d: True)
     jobs = {j.name: j for j in reg.jobs}
     assert load(jobs["features_lm_word"].run) is L.word_run and load(jobs["features_lm_char"].run) is L.char_run

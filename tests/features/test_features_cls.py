@@ -286,7 +286,7 @@ def _registry(dataset_on):
     from featlearn.features.registry import registry
     from featlearn.registry import Paths
 
-    config = yaml.safe_load((Path(__file__).parents[1] / "config" / "config.yaml").read_text())
+    config = yaml.safe_load((Path(__file__).parents[2] / "config" / "config.yaml").read_text())
     return registry(config, Paths("results"), dataset_on)
 
 

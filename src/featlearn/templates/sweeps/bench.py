@@ -17,7 +17,7 @@ import sys
 
 import torch
 
-from featlearn.templates.sweep import VARIANTS, Group, RunSpec, auto_looped, train_group, train_reference
+from featlearn.templates.sweeps.engine import VARIANTS, Group, RunSpec, auto_looped, train_group, train_reference
 from featlearn.templates.tasks import make_task
 
 
@@ -46,7 +46,7 @@ def _group(settings: dict, n: int, runs: list[RunSpec], epochs: int) -> Group:
 def benchmark(settings: dict, n: int) -> dict:
     """One measurement at training-set size n. ``settings``: task, arch, model, runs (R), epochs, batch,
     sequential_runs, device (required) and optionally eval_every, lr, dtype (``OPTIONAL``; see
-    ``featlearn.templates.sweep.Group``)."""
+    ``featlearn.templates.sweeps.engine.Group``)."""
     settings = {**OPTIONAL, **settings}
     R, epochs = int(settings["runs"]), int(settings["epochs"])
     variants = list(VARIANTS) if settings["arch"] == "transformer" else ["vanilla"]

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 import torch
 
-from featlearn.templates import kernels as K
+from featlearn.templates.kernels import theory as K
 from featlearn.templates import models as M
-from featlearn.templates import sweep as S
+from featlearn.templates.sweeps import engine as S
 from featlearn.templates import tasks as T
 
 TINY = {"d_emb": 16, "depth": 2, "heads": 2, "d_head": 8, "d_mlp": 32}
@@ -356,7 +356,7 @@ def test_run_sweep_writes_one_row_per_run(tmp_path):
 
 
 def test_bench_reports_throughput():
-    from featlearn.templates.bench import benchmark
+    from featlearn.templates.sweeps.bench import benchmark
 
     row = benchmark({"task": {"name": "aba_abb"}, "arch": "transformer", "model": TINY, "batch": 1024, "runs": 4, "epochs": 2,
                      "sequential_runs": 1, "device": "cpu"}, n=8)

@@ -44,7 +44,7 @@ from transformers.models.gpt2.modeling_gpt2 import GPT2Attention
 
 from featlearn.io import load_tensor, write_csv
 from featlearn.training import remove_checkpoint, resumable_training
-from featlearn.templates.gpt2_checkpoints import PRETRAINED, available, check_model_name  # noqa: F401
+from featlearn.templates.gpt2.checkpoints import PRETRAINED, available, check_model_name  # noqa: F401
 
 VARIANTS = ("vanilla", "identity")
 

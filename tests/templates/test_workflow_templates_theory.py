@@ -66,7 +66,7 @@ def test_figs_7_and_24_run_on_a_cached_tiny_gpt2(tmp_path):
     from hubcache import save_in_hub_cache
     from transformers import GPT2LMHeadModel
 
-    from featlearn.templates.gpt2 import small_config
+    from featlearn.templates.gpt2.experiments import small_config
 
     cache = tmp_path / "hub"
     for name, seed in (("gpt2", 0), ("gpt2-medium", 1)):

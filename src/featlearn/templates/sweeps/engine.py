@@ -405,7 +405,7 @@ def _seeds(value) -> list[int]:
 
 @dataclass(frozen=True)
 class SweepSettings:
-    """One curve of a sweep figure (built by ``sweep_experiments.figure_curves`` from the config): every
+    """One curve of a sweep figure (built by ``experiments.figure_curves`` from the config): every
     variant x learning rate x seed at every n. ``seeds``: an int S (seeds 1..S) or a list. ``device``:
     already resolved (``cpu`` or ``cuda``). The fields with defaults are not config keys: the held-out
     sizes and float32 follow [P App. A]; curves and progress lines are switches of the caller."""

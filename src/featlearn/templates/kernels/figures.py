@@ -1,6 +1,6 @@
 """Kernel theory of Sec. 3 (claim 11): the N matrix's smallest singular value per task for the transformer
 and MLP kernels, and kernel ridge regression on unseen symbols against n. Reads only the tables of
-``featlearn.templates.kernels`` (inputs ``n_matrix``, ``beta0``, ``krr``): ``draw_kernels`` and
+``featlearn.templates.kernels.theory`` (inputs ``n_matrix``, ``beta0``, ``krr``): ``draw_kernels`` and
 ``claims_kernels`` are the registry's functions of the figure ``kernels``."""
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from featlearn.io import save_tensor  # noqa: E402
-from featlearn.templates import gpt2 as G  # noqa: E402
-from featlearn.templates import gpt2_figures as GF  # noqa: E402
-from featlearn.templates.gpt2_checkpoints import available  # noqa: E402
+from featlearn.templates.gpt2 import experiments as G  # noqa: E402
+from featlearn.templates.gpt2 import figures as GF  # noqa: E402
+from featlearn.templates.gpt2.checkpoints import available  # noqa: E402
 from featlearn.workflow import pretrained_checkpoints  # noqa: E402
 from hubcache import save_in_hub_cache  # noqa: E402
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import torch
 
-from featlearn.templates import kernels as K
-from featlearn.templates import kernels_figures as KF
+from featlearn.templates.kernels import theory as K
+from featlearn.templates.kernels import figures as KF
 from featlearn.templates import tasks as T
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny tensors: see conftest
@@ -195,7 +195,7 @@ def test_figure_and_claims_from_tables(tmp_path):
     out = tmp_path / "fig.png"
     claims = tmp_path / "claims.csv"
     inputs = json.dumps(dict(zip(("n_matrix", "beta0", "krr"), map(str, paths))))
-    assert main(["figure", "--draw", "featlearn.templates.kernels_figures:draw_kernels",
-                 "--claims-fn", "featlearn.templates.kernels_figures:claims_kernels", "--inputs", inputs,
+    assert main(["figure", "--draw", "featlearn.templates.kernels.figures:draw_kernels",
+                 "--claims-fn", "featlearn.templates.kernels.figures:claims_kernels", "--inputs", inputs,
                  "--figures", str(out), "--claims", str(claims), "--scale", "test", "--dpi", "40"]) == 0
     assert out.stat().st_size > 1000 and len(pd.read_csv(claims)) == 6

@@ -9,8 +9,8 @@ import pytest
 
 from featlearn.registry import load
 from featlearn.templates.registry import CLAIMED
-from featlearn.templates.sweep_experiments import data_and_identity_checks, figure_curves, run_figure
-from featlearn.templates.sweep_figures import check_claims, claims_2c, claims_22, claims_25, curve_means, draw
+from featlearn.templates.sweeps.experiments import data_and_identity_checks, figure_curves, run_figure
+from featlearn.templates.sweeps.figures import check_claims, claims_2c, claims_22, claims_25, curve_means, draw
 
 TINY = dict(
     epochs=2,
@@ -60,7 +60,7 @@ def _figure(fig: str, table, png) -> list:
 
     inputs, cfg = {"runs": str(table)}, {"figure": fig, "scale": "test"}
     write_outputs(draw(inputs, cfg), [str(png)], 60)
-    return load(f"featlearn.templates.sweep_figures:claims_{fig}")(inputs, cfg) if fig in CLAIMED else []
+    return load(f"featlearn.templates.sweeps.figures:claims_{fig}")(inputs, cfg) if fig in CLAIMED else []
 
 
 def _planted(curves: dict[str, dict[int, float]], lrs=(1e-3,), train_loss=0.01, val_for=None) -> pd.DataFrame:
@@ -162,8 +162,8 @@ def test_figure_writes_png_and_claims(tmp_path, one_thread):
 
 # ------------------------------------------------------------------ grids of Figs. 3c, 5, 8-21, 23
 
-from featlearn.templates.sweep_experiments import FIGURE_GRID, GRID_AXIS, GRIDS  # noqa: E402
-from featlearn.templates.sweep_figures import (  # noqa: E402
+from featlearn.templates.sweeps.experiments import FIGURE_GRID, GRID_AXIS, GRIDS  # noqa: E402
+from featlearn.templates.sweeps.figures import (  # noqa: E402
     SPECS,
     claims_3c,
     claims_5,
@@ -187,7 +187,7 @@ def _tiny_all() -> dict:
 
 def test_every_figure_has_a_grid_and_a_plot_spec():
     assert set(FIGURE_GRID) == set(SPECS)
-    assert all(hasattr(load(f"featlearn.templates.sweep_figures:claims_{fig}"), "__call__") for fig in CLAIMED)
+    assert all(hasattr(load(f"featlearn.templates.sweeps.figures:claims_{fig}"), "__call__") for fig in CLAIMED)
     assert FIGURE_GRID["23"] == "17" and set(FIGURE_GRID.values()) == set(GRIDS)
 
 

@@ -1,6 +1,6 @@
 """GPT-2 figures of the templates paper: Fig. 6 (table: WikiText perplexity, vanilla vs identity scalings, with
 claim 12), Fig. 7 (pretrained vs from-scratch GPT-2 fine-tuned on T5; heatmaps of pretrained heads) and Fig. 24
-(pretrained GPT-2 of three sizes on T5). Reads only the tables of ``featlearn.templates.gpt2``.
+(pretrained GPT-2 of three sizes on T5). Reads only the tables of ``featlearn.templates.gpt2.experiments``.
 
 Fig. 6 is a figure and a table: ``draw_6`` (the figure), ``table_6`` (CSV and Markdown) and ``claims_6``, all of
 the WikiText logs (input ``logs``); Figs. 7 and 24: ``draw_7``, ``draw_24``."""

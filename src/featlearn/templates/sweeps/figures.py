@@ -22,7 +22,7 @@ import pandas as pd
 
 from featlearn.claims import Claim, check
 from featlearn.plotting import set_style
-from featlearn.templates.sweep import n_star, select_lr
+from featlearn.templates.sweeps.engine import n_star, select_lr
 
 T5 = "αβα vs αββ (T5)"
 # figure -> (title, kind, options): kind "curves" (x = n) or "heatmap" (rows lr, columns ``col``);
@@ -411,7 +411,7 @@ def claims_23(inputs: dict, cfg: dict) -> list[Claim]:
 
 
 def check_claims(rows: pd.DataFrame, scale: str) -> list[Claim]:
-    """Claims 1 and 2 from ``sweep_experiments.data_and_identity_checks``'s table."""
+    """Claims 1 and 2 from ``experiments.data_and_identity_checks``'s table."""
     data = rows[rows["check"] == "data"]
     ident = rows[rows["check"] == "identity"]
     pm1 = data[(data["kind"] == "regression") & (data["task"] != "random_r4")]  # tasks with ±1 labels
