@@ -35,7 +35,7 @@ def test_sweep_figures_and_claims_exist(smoke_run):
 
 def test_sweep_figure_code_edit_reruns_only_its_figures(smoke_run):
     work, env, _ = smoke_run
-    out = would_run_after_edit(work, env, "templates/sweep_figures.py")
+    out = would_run_after_edit(work, env, "templates/sweeps/figures.py")
     for rule in [f"fig_templates_{fig}" for fig in FIGURES] + ["templates_checks"]:
         assert rule in out
     assert not re.search(r"^templates_sweep\s", out, re.M), out

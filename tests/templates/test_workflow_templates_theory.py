@@ -48,17 +48,17 @@ def test_pretrained_gpt2_figures_are_skipped_with_one_message(smoke_run):
 
 def test_gpt2_figure_code_change_reruns_only_its_figure(smoke_run):
     work, env, _ = smoke_run
-    out = would_run_after_edit(work, env, "templates/gpt2_figures.py")
+    out = would_run_after_edit(work, env, "templates/gpt2/figures.py")
     assert "fig_templates_6" in out
     assert "templates_gpt2_wikitext" not in out and "templates_kernels" not in out
 
 
 def test_kernel_code_change_reruns_the_kernel_jobs_only(smoke_run):
     work, env, _ = smoke_run
-    out = would_run_after_edit(work, env, "templates/kernels.py")
+    out = would_run_after_edit(work, env, "templates/kernels/theory.py")
     assert "templates_kernels" in out and "fig_templates_kernels" in out
     assert "templates_gpt2_wikitext" not in out and "fig_templates_6" not in out
-    out = would_run_after_edit(work, env, "templates/gpt2.py")
+    out = would_run_after_edit(work, env, "templates/gpt2/experiments.py")
     assert "templates_gpt2_wikitext" in out and "templates_kernels" not in out
 
 
