@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from featlearn.claims import COLUMNS, Claim, check, merge_claims, read_claims, write_claims
+from featlearn.claims import COLUMNS, Claim, check, merge_claims, read_claims, unchecked, write_claims
 from featlearn.scorecard import build_scorecard, render_markdown
 
 
@@ -72,21 +72,62 @@ def test_scorecard_counts_per_paper(tmp_path):
         tmp_path / "joma.csv",
         [
             check("joma", "j1", "Fig. 4", "drop", "nats", 0.5, ">=", 0.3, "smoke"),
-            check("joma", "j2", "Fig. 4", "rebound", "nats", 0.1, ">=", 0.2, "smoke"),
+            check("joma", "j2", "Fig. 4", "rebound", "nats", 0.1, ">=", 0.2, "smoke", note="too few steps"),
         ],
     )
     write_claims(tmp_path / "scan.csv", [check("scan_snap", "s1", "Fig. 4", "a|b", "loss", 0.0, "<", 1e-3, "smoke")])
     claims = build_scorecard([tmp_path / "joma.csv", tmp_path / "scan.csv"], tmp_path / "sc.csv", tmp_path / "sc.md", {"dataset x": "offline"})
     assert len(claims) == 3
     md = (tmp_path / "sc.md").read_text()
-    assert "2/3 claims pass." in md
-    assert "| `joma` | 1 | 2 |" in md and "| `scan_snap` | 1 | 1 |" in md and "| `features` | 0 | 0 |" in md
-    assert "**FAIL**" in md and "a\\|b" in md
+    assert ("All papers: reproduced 2 of 3 discriminating paper claims (0 unchecked, 0 not discriminating); 3 of the 3 are "
+            "not yet audited (no threshold reason or baseline recorded).") in md
+    assert "| `joma` | 1 | 1 | 0 | 0 | 0/0 |" in md and "| `scan_snap` | 1 | 0 | 0 | 0 | 0/0 |" in md
+    assert "**not reproduced**" in md and "a\\|b" in md
+    assert "- `j2` (not reproduced): too few steps" in md
     assert "- dataset x: offline" in md
-    assert md.count("No claims checked yet.") == 2
+    assert md.count("No claims checked in this run.") == 2
     assert read_claims(tmp_path / "sc.csv") == claims
 
 
 def test_render_markdown_without_claims():
     md = render_markdown([])
-    assert "0/0 claims pass." in md and md.count("No claims checked yet.") == 4
+    assert "reproduced 0 of 0 discriminating paper claims" in md and md.count("No claims checked in this run.") == 4
+
+
+def test_verdicts_from_the_claim_and_its_baseline():
+    untrained = ("untrained network", 0.9)
+    # passes and the untrained network fails: reproduced
+    assert check("joma", "a", "", "", "", 0.1, "<", 0.5, "smoke", baseline=untrained).verdict == "reproduced"
+    # passes, but so does the untrained network: the claim cannot tell them apart
+    c = check("joma", "b", "", "", "", 0.1, "<", 0.95, "smoke", baseline=untrained)
+    assert c.passed and c.baseline_passed and c.verdict == "not discriminating" and not c.counts
+    # fails: not reproduced, whatever the baseline does
+    assert check("joma", "c", "", "", "", 0.7, "<", 0.5, "smoke", baseline=untrained).verdict == "not reproduced"
+    # no baseline applies (e.g. a theory number): decided by the claim alone
+    assert check("joma", "d", "", "", "", 0.5, "", 0.5, "smoke", within=1e-3, kind="paper-theory").verdict == "reproduced"
+    # sanity checks never count
+    s = check("joma", "e", "", "", "", 0.1, "<", 0.5, "smoke", kind="sanity")
+    assert s.verdict == "sanity ok" and not s.counts
+    assert check("joma", "e", "", "", "", 0.9, "<", 0.5, "smoke", kind="sanity").verdict == "sanity failed"
+    with pytest.raises(ValueError, match="unknown kind"):
+        check("joma", "f", "", "", "", 0.1, "<", 0.5, "smoke", kind="tautology")
+
+
+def test_unchecked_claims_say_why_and_stay_out_of_the_count(tmp_path):
+    u = unchecked("templates", "4-nstar", "Fig. 8", "n* ratio >= 4", "the grid stops at n = 1024, before the transition", "default")
+    assert u.verdict == "unchecked" and not u.counts and math.isnan(u.measured)
+    r = check("templates", "5", "Fig. 5", "s", "m", 1.0, ">", 0.0, "default", reason="sign", paper_value=0.83, spread=0.1, seeds=5)
+    write_claims(tmp_path / "t.csv", [u, r])
+    assert read_claims(tmp_path / "t.csv") == [u, r]
+    md = render_markdown([u, r])
+    assert "reproduced 1 of 1 discriminating paper claims (1 unchecked, 0 not discriminating)" in md
+    assert "1 ± 0.1 (5 seeds)" in md and "| 0.83 |" in md and "before the transition" in md
+
+
+def test_sanity_checks_are_listed_apart(tmp_path):
+    claims = [check("scan_snap", "loss_falls", "Fig. 4", "loss falls", "loss", 0.1, "<", 1.0, "smoke", kind="sanity"),
+              check("scan_snap", "p1", "Fig. 4", "paper", "m", 1.0, ">", 0.0, "smoke")]
+    md = render_markdown(claims)
+    assert "reproduced 1 of 1" in md and "(1 of 1 ok)" in md
+    paper_table, sanity_table = md.split("Sanity checks (this project's setup; not counted):")
+    assert "loss_falls" not in paper_table and "loss_falls" in sanity_table

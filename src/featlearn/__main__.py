@@ -37,17 +37,18 @@ def _data_summary(args) -> None:
 
 def _claims_merge(args) -> None:
     from featlearn.claims import merge_claims
+    from featlearn.scorecard import headline
 
     claims = merge_claims(args.parts, args.out, paper=args.paper)
-    print(f"{args.paper}: {sum(c.passed for c in claims)}/{len(claims)} claims pass")
+    print(f"{args.paper}: {headline(claims)}")
 
 
 def _scorecard(args) -> None:
-    from featlearn.scorecard import build_scorecard
+    from featlearn.scorecard import build_scorecard, headline
 
     skipped = json.loads(args.skipped) if args.skipped else {}
     claims = build_scorecard(args.parts, args.out_csv, args.out_md, skipped)
-    print(f"scorecard: {sum(c.passed for c in claims)}/{len(claims)} claims pass")
+    print(f"scorecard: {headline(claims)}")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,8 +1,21 @@
-"""Claims: one row per checked statement of a paper, honestly measured.
+"""Claims: one row per checked statement of a paper, honestly measured, with its verdict.
 
-Each experiment writes its checks with :func:`write_claims`; a paper's ``claims.csv`` concatenates them,
-and the scorecard gathers every paper. ``passed`` is computed from ``measured`` by the comparison the
-claim states; it is never typed in by hand.
+Each figure's claims function returns :class:`Claim` records made by :func:`check` (or :func:`unchecked`);
+a paper's ``claims.csv`` concatenates them and the scorecard gathers every paper. ``passed`` is computed
+from ``measured`` by the comparison the claim states, never typed in by hand, and so is the verdict:
+
+- ``kind``: ``paper`` (an empirical statement of the paper), ``paper-theory`` (a number the paper's theory
+  predicts, checked numerically) or ``sanity`` (a check of this project's own setup: a loss falls, a value
+  at initialisation; listed apart and never counted in a headline).
+- ``baseline``: a trivial model run on the same data (the untrained network, a unigram model, a constant
+  predictor), measured the same way and put through the same comparison. A claim its baseline passes too
+  does not discriminate: it could not have told a trained network from an untrained one.
+- ``verdict``: ``reproduced`` (passes; no baseline passes), ``not reproduced`` (fails), ``not
+  discriminating`` (passes, and so does the baseline), ``unchecked`` (not measurable in this run: the
+  reason is in ``note``); sanity checks get ``sanity ok`` or ``sanity failed``.
+- ``threshold_reason`` says where the threshold comes from (a number the paper prints, a statistical
+  argument with its number of seeds, an exact identity); ``paper_value`` is the paper's own number where it
+  prints one; ``spread`` is the standard deviation over ``seeds`` seeds where the measurement is a mean.
 """
 
 from __future__ import annotations
@@ -16,7 +29,16 @@ from typing import Iterable
 from featlearn import PAPERS
 from featlearn.io import atomic_open
 
-COLUMNS = ("paper", "claim_id", "figure", "statement", "metric", "measured", "target", "passed", "scale")
+KINDS = ("paper", "paper-theory", "sanity")
+REPRODUCED, NOT_REPRODUCED, NOT_DISCRIMINATING, UNCHECKED = "reproduced", "not reproduced", "not discriminating", "unchecked"
+SANITY_OK, SANITY_FAILED = "sanity ok", "sanity failed"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_DISCRIMINATING, UNCHECKED, SANITY_OK, SANITY_FAILED)
+COLUMNS = (
+    "paper", "claim_id", "figure", "statement", "kind", "metric", "measured", "spread", "seeds", "target",
+    "threshold_reason", "paper_value", "baseline", "baseline_measured", "baseline_passed", "passed", "verdict",
+    "scale", "note",
+)
+_FLOATS = ("measured", "spread", "baseline_measured")
 _OPS = {
     "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b,
@@ -24,6 +46,7 @@ _OPS = {
     ">=": lambda a, b: a >= b,
     "==": lambda a, b: a == b,
 }
+NAN = float("nan")
 
 
 @dataclass(frozen=True)
@@ -37,12 +60,59 @@ class Claim:
     target: str
     passed: bool
     scale: str
+    kind: str = "paper"
+    spread: float = NAN
+    seeds: int = 1
+    threshold_reason: str = ""
+    paper_value: str = ""
+    baseline: str = ""
+    baseline_measured: float = NAN
+    baseline_passed: bool | None = None
+    verdict: str = ""
+    note: str = ""
 
     def __post_init__(self):
         if self.paper not in PAPERS:
             raise ValueError(f"unknown paper {self.paper!r}; expected one of {PAPERS}")
         if not self.claim_id:
             raise ValueError("claim_id must not be empty")
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.claim_id}: unknown kind {self.kind!r}; expected one of {KINDS}")
+        if not self.verdict:
+            object.__setattr__(self, "verdict", verdict_of(self.kind, self.passed, self.baseline_passed))
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"claim {self.claim_id}: unknown verdict {self.verdict!r}")
+
+    @property
+    def counts(self) -> bool:
+        """Whether the claim counts in a headline: a paper claim that discriminates (see module docstring)."""
+        return self.verdict in (REPRODUCED, NOT_REPRODUCED)
+
+    # identity that survives a CSV round trip (NaN != NaN would make equal claims compare unequal)
+    def _key(self):
+        return tuple("nan" if isinstance(v, float) and math.isnan(v) else v for v in asdict(self).values())
+
+    def __eq__(self, other):
+        return isinstance(other, Claim) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+
+def verdict_of(kind: str, passed: bool, baseline_passed: bool | None) -> str:
+    if kind == "sanity":
+        return SANITY_OK if passed else SANITY_FAILED
+    if not passed:
+        return NOT_REPRODUCED
+    return NOT_DISCRIMINATING if baseline_passed else REPRODUCED
+
+
+def _compare(value: float, op: str, threshold: float, within: float | None) -> bool:
+    if math.isnan(value):
+        return False
+    if within is not None:
+        return abs(value - threshold) <= within
+    return bool(_OPS[op](value, threshold))
 
 
 def check(
@@ -57,21 +127,43 @@ def check(
     scale: str,
     *,
     within: float | None = None,
+    kind: str = "paper",
+    reason: str = "",
+    paper_value: str | float = "",
+    spread: float = NAN,
+    seeds: int = 1,
+    baseline: tuple[str, float] | None = None,
+    note: str = "",
 ) -> Claim:
     """Make a claim whose pass/fail is ``measured <op> threshold`` (or ``|measured - threshold| <= within``).
 
-    A NaN measurement (e.g. a diverged run) always fails.
+    A NaN measurement (e.g. a diverged run) always fails. ``baseline`` = (what it is, its measurement) is
+    put through the same comparison; ``reason`` is the threshold's reason.
     """
     measured = float(measured)
     if within is not None:
         target = f"{threshold:g} ± {within:g}"
-        passed = not math.isnan(measured) and abs(measured - threshold) <= within
     else:
         if op not in _OPS:
             raise ValueError(f"unknown comparison {op!r}; use one of {sorted(_OPS)}")
         target = f"{op} {threshold:g}"
-        passed = not math.isnan(measured) and _OPS[op](measured, threshold)
-    return Claim(paper, claim_id, figure, statement, metric, measured, target, bool(passed), scale)
+    passed = _compare(measured, op, threshold, within)
+    base_name, base_value, base_passed = "", NAN, None
+    if baseline is not None:
+        base_name, base_value = baseline[0], float(baseline[1])
+        base_passed = _compare(base_value, op, threshold, within)
+    if isinstance(paper_value, float):
+        paper_value = f"{paper_value:g}"
+    return Claim(paper, claim_id, figure, statement, metric, measured, target, passed, scale, kind=kind,
+                 spread=float(spread), seeds=int(seeds), threshold_reason=reason, paper_value=str(paper_value),
+                 baseline=base_name, baseline_measured=base_value, baseline_passed=base_passed, note=note)
+
+
+def unchecked(paper: str, claim_id: str, figure: str, statement: str, why: str, scale: str, *, kind: str = "paper",
+              paper_value: str = "") -> Claim:
+    """A claim this run cannot decide (e.g. the grid stops before the paper's transition), with the reason."""
+    return Claim(paper, claim_id, figure, statement, "", NAN, "", False, scale, kind=kind, paper_value=paper_value,
+                 verdict=UNCHECKED, note=why)
 
 
 def write_claims(path: str | os.PathLike, claims: Iterable[Claim]) -> None:
@@ -80,8 +172,19 @@ def write_claims(path: str | os.PathLike, claims: Iterable[Claim]) -> None:
         writer.writeheader()
         for c in claims:
             row = asdict(c)
-            row["measured"] = repr(c.measured)
+            for name in _FLOATS:
+                row[name] = repr(getattr(c, name))
+            row["baseline_passed"] = "" if c.baseline_passed is None else str(c.baseline_passed)
             writer.writerow(row)
+
+
+def _bool(path, row, name, allow_empty=False):
+    value = row[name]
+    if allow_empty and value == "":
+        return None
+    if value not in ("True", "False"):
+        raise ValueError(f"{path}: {name} must be True or False, got {value!r}")
+    return value == "True"
 
 
 def read_claims(path: str | os.PathLike) -> list[Claim]:
@@ -90,14 +193,15 @@ def read_claims(path: str | os.PathLike) -> list[Claim]:
         if tuple(reader.fieldnames or ()) != COLUMNS:
             raise ValueError(f"{path}: columns {reader.fieldnames} are not the claims columns {COLUMNS}")
         out = []
+        special = (*_FLOATS, "passed", "baseline_passed", "seeds")
         for row in reader:
-            if row["passed"] not in ("True", "False"):
-                raise ValueError(f"{path}: passed must be True or False, got {row['passed']!r}")
             out.append(
                 Claim(
-                    **{f.name: row[f.name] for f in fields(Claim) if f.name not in ("measured", "passed")},
-                    measured=float(row["measured"]),
-                    passed=row["passed"] == "True",
+                    **{f.name: row[f.name] for f in fields(Claim) if f.name not in special},
+                    **{name: float(row[name]) for name in _FLOATS},
+                    seeds=int(row["seeds"]),
+                    passed=_bool(path, row, "passed"),
+                    baseline_passed=_bool(path, row, "baseline_passed", allow_empty=True),
                 )
             )
     return out

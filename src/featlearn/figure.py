@@ -40,6 +40,20 @@ def write_outputs(drawn, paths: list[str], dpi: int) -> None:
     save_figure(drawn, *paths, dpi=dpi)
 
 
+def check_declared(claims, declared: list[str]) -> None:
+    """Every claim written is one the registry declares, and every declared id is written (when declared)."""
+    from fnmatch import fnmatchcase
+
+    if not declared:
+        return
+    ids = [c.claim_id for c in claims]
+    stray = [i for i in ids if not any(fnmatchcase(i, pattern) for pattern in declared)]
+    missing = [pattern for pattern in declared if not any(fnmatchcase(i, pattern) for i in ids)]
+    if stray or missing:
+        raise ValueError(f"claims differ from the registry's declaration: written but not declared {stray}, "
+                         f"declared but not written {missing}")
+
+
 def _main(args) -> None:
     from featlearn.claims import write_claims
     from featlearn.registry import load
@@ -50,8 +64,10 @@ def _main(args) -> None:
         write_outputs(load(args.draw)(inputs, cfg), args.figures, args.dpi)
     if args.claims_fn:
         claims = load(args.claims_fn)(inputs, cfg)
+        check_declared(claims, json.loads(args.claim_ids))
         write_claims(args.claims, claims)
-        print(f"{args.claims}: {sum(c.passed for c in claims)}/{len(claims)} claims pass")
+        verdicts = ", ".join(f"{c.claim_id}: {c.verdict}" for c in claims)
+        print(f"{args.claims}: {verdicts}")
 
 
 def register(sub) -> None:
@@ -62,6 +78,7 @@ def register(sub) -> None:
     p.add_argument("--settings", default="{}", help="JSON object: the figure's settings")
     p.add_argument("--figures", nargs="*", default=[], help="output files; the format follows the extension")
     p.add_argument("--claims", default="", help="claims table to write")
+    p.add_argument("--claim-ids", default="[]", help="JSON list: the claim ids (patterns) the registry declares")
     p.add_argument("--scale", required=True, help="label of the configuration scale")
     p.add_argument("--dpi", type=int, required=True)
     p.set_defaults(func=_main)

@@ -103,8 +103,13 @@ class Figure:
     claims: str | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     kind: str = FIGURE
+    # The claim ids the claims function writes (shell-style patterns, e.g. "wiki_freeze_*"): every one must be
+    # written by it and have a planted-negative and a planted-positive test. Empty: not declared yet.
+    claim_ids: tuple[str, ...] = ()
 
     def __post_init__(self):
+        if self.claim_ids and self.claims is None:
+            raise ValueError(f"{self.paper} {self.id}: claim ids declared without a claims function")
         if self.kind not in (FIGURE, TABLE, CHECK):
             raise ValueError(f"{self.paper} {self.id}: unknown kind {self.kind!r}")
         if (self.draw is None) != (self.kind == CHECK):
@@ -136,6 +141,9 @@ class Figure:
 
     def settings_json(self) -> str:
         return json.dumps(dict(self.settings), sort_keys=True)
+
+    def claim_ids_json(self) -> str:
+        return json.dumps(list(self.claim_ids))
 
     @classmethod
     def of(cls, paper: str, fig_id: str, module: str, inputs: Mapping[str, PathSpec], code: tuple[str, ...], *,

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections import defaultdict
 
 from featlearn import PAPERS
-from featlearn.claims import Claim, merge_claims
+from featlearn.claims import (
+    NOT_DISCRIMINATING,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    SANITY_OK,
+    UNCHECKED,
+    VERDICTS,
+    Claim,
+    merge_claims,
+)
 from featlearn.io import write_text
 
 TITLES = {
@@ -18,19 +28,61 @@ TITLES = {
 
 
 def _fmt(x: float) -> str:
-    return f"{x:.4g}"
+    return "" if math.isnan(x) else f"{x:.4g}"
+
+
+def _ours(c: Claim) -> str:
+    if math.isnan(c.measured):
+        return "—"
+    spread = f" ± {_fmt(c.spread)}" if not math.isnan(c.spread) else ""
+    seeds = f" ({c.seeds} seeds)" if c.seeds > 1 else ""
+    return f"{_fmt(c.measured)}{spread}{seeds}"
+
+
+def _baseline(c: Claim) -> str:
+    if not c.baseline:
+        return ""
+    return f"{c.baseline}: {_fmt(c.baseline_measured)} ({'passes' if c.baseline_passed else 'fails'})"
+
+
+def headline(claims: list[Claim]) -> str:
+    """"reproduced R of D discriminating paper claims (U unchecked, N not discriminating)"."""
+    counted = [c for c in claims if c.counts]
+    reproduced = sum(c.verdict == REPRODUCED for c in counted)
+    n_unchecked = sum(c.verdict == UNCHECKED for c in claims)
+    n_nd = sum(c.verdict == NOT_DISCRIMINATING for c in claims)
+    text = f"reproduced {reproduced} of {len(counted)} discriminating paper claims ({n_unchecked} unchecked, {n_nd} not discriminating)"
+    unaudited = sum(c.counts and not c.threshold_reason for c in claims)
+    if unaudited:
+        text += f"; {unaudited} of the {len(counted)} are not yet audited (no threshold reason or baseline recorded)"
+    return text
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None) -> str:
     by_paper: dict[str, list[Claim]] = defaultdict(list)
     for c in claims:
         by_paper[c.paper].append(c)
-    total = sum(c.passed for c in claims)
-    lines = ["# Scorecard", "", f"{total}/{len(claims)} claims pass.", ""]
-    lines += ["| paper | passed | total |", "|---|---|---|"]
+    sanity = [c for c in claims if c.kind == "sanity"]
+    lines = ["# Scorecard", "", f"All papers: {headline(claims)}.", ""]
+    lines += [
+        "A claim counts only when it is a statement of the paper (kind `paper` or `paper-theory`) and no trivial baseline "
+        "(the untrained network, a unigram model, a constant predictor) run on the same data passes it too. "
+        f"Sanity checks of this project's own setup are listed apart and never counted ({sum(c.verdict == SANITY_OK for c in sanity)} "
+        f"of {len(sanity)} ok).",
+        "",
+        "| paper | reproduced | not reproduced | not discriminating | unchecked | sanity ok |",
+        "|---|---|---|---|---|---|",
+    ]
     for p in PAPERS:
         rows = by_paper.get(p, [])
-        lines.append(f"| `{p}` | {sum(c.passed for c in rows)} | {len(rows)} |")
+        n = {v: sum(c.verdict == v for c in rows) for v in VERDICTS}
+        n_sanity = sum(c.kind == "sanity" for c in rows)
+        lines.append(f"| `{p}` | {n[REPRODUCED]} | {n[NOT_REPRODUCED]} | {n[NOT_DISCRIMINATING]} | {n[UNCHECKED]} | "
+                     f"{n[SANITY_OK]}/{n_sanity} |")
     if skipped:
         lines += ["", "Skipped in this run:", ""]
         lines += [f"- {what}: {why}" for what, why in sorted(skipped.items())]
@@ -38,13 +90,30 @@ def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None) 
         rows = by_paper.get(p, [])
         lines += ["", f"## {p}: {TITLES[p]}", ""]
         if not rows:
-            lines.append("No claims checked yet.")
+            lines.append("No claims checked in this run.")
             continue
-        lines.append(f"{sum(c.passed for c in rows)}/{len(rows)} pass.")
-        lines += ["", "| claim | figure | statement | metric | measured | target | scale | result |", "|---|---|---|---|---|---|---|---|"]
-        for c in rows:
-            cells = [c.claim_id, c.figure, c.statement, c.metric, _fmt(c.measured), c.target, c.scale, "pass" if c.passed else "**FAIL**"]
-            lines.append("| " + " | ".join(s.replace("|", "\\|") for s in cells) + " |")
+        lines.append(f"{headline(rows).capitalize()}.")
+        paper_rows = [c for c in rows if c.kind != "sanity"]
+        if paper_rows:
+            lines += ["", "| claim | figure | the paper's statement | kind | paper | ours | baseline | threshold | reason | verdict |",
+                      "|---|---|---|---|---|---|---|---|---|---|"]
+            for c in paper_rows:
+                verdict = c.verdict if c.verdict == REPRODUCED else f"**{c.verdict}**"
+                cells = [c.claim_id, c.figure, c.statement, c.kind, c.paper_value, f"{c.metric}: {_ours(c)}" if c.metric else _ours(c),
+                         _baseline(c), c.target, c.threshold_reason, verdict]
+                lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+        notes = [c for c in paper_rows if c.verdict in (NOT_REPRODUCED, UNCHECKED, NOT_DISCRIMINATING) and c.note]
+        if notes:
+            lines += ["", "What differs or why a claim is not decided:", ""]
+            lines += [f"- `{c.claim_id}` ({c.verdict}): {c.note}" for c in notes]
+        sanity_rows = [c for c in rows if c.kind == "sanity"]
+        if sanity_rows:
+            lines += ["", "Sanity checks (this project's setup; not counted):", "",
+                      "| check | figure | statement | measured | threshold | result |", "|---|---|---|---|---|---|"]
+            for c in sanity_rows:
+                cells = [c.claim_id, c.figure, c.statement, f"{c.metric}: {_ours(c)}", c.target,
+                         "ok" if c.verdict == SANITY_OK else "**failed**"]
+                lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -64,10 +64,12 @@ for fig in REGISTERED_FIGURES:
             drawn=lambda wildcards, output: drawn_files(output),
             claims=lambda wildcards, output: output.get("claims", ""),
             settings=fig.settings_json(),
+            claim_ids=fig.claim_ids_json(),
             scale=SCALE,
             dpi=config["report"]["dpi"],
             code=code_hash(*fig.code),
         shell:
             "python -m featlearn figure --draw={params.draw:q} --claims-fn={params.claims_fn:q}"
             " --inputs {params.inputs:q} --settings {params.settings:q} --figures {params.drawn:q}"
-            " --claims={params.claims:q} --scale {params.scale} --dpi {params.dpi} > {log} 2>&1"
+            " --claims={params.claims:q} --claim-ids {params.claim_ids:q} --scale {params.scale}"
+            " --dpi {params.dpi} > {log} 2>&1"

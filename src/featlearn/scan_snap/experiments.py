@@ -98,7 +98,8 @@ def adam(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     )
     print(f"[scan_snap] adam: {len(grid)} runs in {hist.seconds:.1f}s", file=sys.stderr)
     write_csv(_step_table(hist, spec, runs), outputs["steps"])
-    write_csv(_composition_table(hist, runs, steps=[hist.steps[-1]]).merge(runs, on="run"), outputs["composition"])
+    # iteration 0 too: the untrained network, the baseline of Fig. 5's claim
+    write_csv(_composition_table(hist, runs, steps=[0, hist.steps[-1]]).merge(runs, on="run"), outputs["composition"])
 
 
 def syn_medium(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
@@ -141,6 +142,8 @@ def syn_medium(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
                 final_loss=hist.final_loss.numpy(),
                 distinct_entropy=metrics.distinct_entropy(comp, spec).numpy(),
                 common_mass=metrics.common_mass(comp).numpy(),
+                # the untrained network (iteration 0), the baseline of Fig. 6's claims
+                init_distinct_entropy=metrics.distinct_entropy(hist.composition[0], spec).numpy(),
             )
         )
         rec = metrics.recall(comp, spec, torch.as_tensor(thresholds)).numpy()  # [R, S]
