@@ -154,7 +154,10 @@ def test_hblt_table_and_claim(tmp_path):
     assert (tmp_path / "hblt.png").stat().st_size > 0
     z = ((df["empirical"] - df["theory"]) / df["se"]).abs().max()
     assert [c.claim_id for c in claims] == ["thm5_hblt"] and claims[0].measured == pytest.approx(z)
-    assert claims[0].passed == (z <= 3)
+    assert claims[0].passed == (z <= TF.hblt_bound(6)) and TF.hblt_bound(6) == pytest.approx(3.144, abs=0.001)
+    # planted: the theory column shifted by 10 standard errors must fail
+    df.assign(theory=df["theory"] + 10 * df["se"]).to_csv(tmp_path / "bad.csv", index=False)
+    assert not TF.claims_hblt({"table": str(tmp_path / "bad.csv")}, fig_cfg)[0].passed
 
 
 # ----------------------------------------------------------------------------- NCorr
