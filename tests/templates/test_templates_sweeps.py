@@ -261,6 +261,13 @@ def test_fig3c_claims(tmp_path):
     runs.loc[runs["variant"] == "vanilla", "test_metric"] = 0.2
     runs.loc[runs["variant"] == "kq_vo", "test_metric"] = 0.2
     assert [c.passed for c in _claims(claims_3c, runs, tmp_path)] == [False, False]
+    # a grid that stops below n = 16384 without +KQ,VO reaching 0.05 cannot decide claim 4: unchecked, not failed
+    short = runs[runs["n"] <= 4096]
+    kqvo = _claims(claims_3c, short, tmp_path)[0]
+    assert kqvo.verdict == "unchecked" and "stops at 4096" in kqvo.note and not kqvo.counts
+    # reached within the short grid: decided
+    short.loc[short["variant"] == "kq_vo", "test_metric"] = 0.01
+    assert _claims(claims_3c, short, tmp_path)[0].verdict == "reproduced"
 
 
 def test_fig5_claims_inverse_scaling(tmp_path):
