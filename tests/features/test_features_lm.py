@@ -212,6 +212,15 @@ def test_claim_passes_at_18_of_20_and_fails_at_17():
     assert ok.passed and ok.measured == 18 and ok.target == ">= 18" and ok.claim_id == "9_ptb"
     (bad,) = cooccurrence_claims(planted(20, 17), "Fig. 7", "test")
     assert not bad.passed and bad.measured == 17
+    assert ok.baseline_measured == 0 and ok.verdict == "reproduced"
+
+
+def test_claim_is_not_discriminating_when_frequency_alone_separates():
+    # top targets frequent overall, bottom ones rare: a unigram model separates every token too
+    df = planted(20, 20)
+    df["target_count"] = np.where(df["group"] == "top", 1000, 10)
+    (c,) = cooccurrence_claims(df, "Fig. 7", "test")
+    assert c.passed and c.baseline_measured == 20 and c.verdict == "not discriminating"
 
 
 def test_claim_counts_an_empty_bottom_group_as_not_separated():

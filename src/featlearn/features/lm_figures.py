@@ -68,7 +68,10 @@ def cooccurrence_claims(df: pd.DataFrame, figure: str, scale: str) -> list[Claim
         claims.append(check(PAPER, f"9_{ds}", figure,
                             f"for at least {need} of the {n} most frequent tokens fed alone, the mean next-token logit of the top-{k} "
                             f"co-occurring tokens exceeds that of the bottom-{k} ({TITLES.get(ds, ds)})",
-                            "frequent tokens with mean top-k logit > mean bottom-k logit", int(g["top_higher"].sum()), ">=", need, scale))
+                            "frequent tokens with mean top-k logit > mean bottom-k logit", int(g["top_higher"].sum()), ">=", need, scale,
+                            reason=f"[P] claim 9: 18 of the paper's 20 tokens, here {MIN_FRACTION:g} of {n}", paper_value="18 of 20",
+                            baseline=("unigram model (logit = log count of the target)", int(g["unigram_top_higher"].sum()))
+                            if "unigram_top_higher" in g else None))
     return claims
 
 
