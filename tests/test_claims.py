@@ -124,6 +124,15 @@ def test_unchecked_claims_say_why_and_stay_out_of_the_count(tmp_path):
     assert "1 ± 0.1 (5 seeds)" in md and "| 0.83 |" in md and "before the transition" in md
 
 
+def test_a_verdict_that_does_not_follow_from_the_result_is_rejected(tmp_path):
+    c = check("joma", "a", "", "", "", 0.7, "<", 0.5, "smoke")
+    write_claims(tmp_path / "c.csv", [c])
+    text = (tmp_path / "c.csv").read_text().replace("not reproduced", "reproduced")
+    (tmp_path / "c.csv").write_text(text)
+    with pytest.raises(ValueError, match="does not follow"):
+        read_claims(tmp_path / "c.csv")
+
+
 def test_sanity_checks_are_listed_apart(tmp_path):
     claims = [check("scan_snap", "loss_falls", "Fig. 4", "loss falls", "loss", 0.1, "<", 1.0, "smoke", kind="sanity"),
               check("scan_snap", "p1", "Fig. 4", "paper", "m", 1.0, ">", 0.0, "smoke")]

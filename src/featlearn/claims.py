@@ -78,10 +78,14 @@ class Claim:
             raise ValueError("claim_id must not be empty")
         if self.kind not in KINDS:
             raise ValueError(f"claim {self.claim_id}: unknown kind {self.kind!r}; expected one of {KINDS}")
+        derived = verdict_of(self.kind, self.passed, self.baseline_passed)
         if not self.verdict:
-            object.__setattr__(self, "verdict", verdict_of(self.kind, self.passed, self.baseline_passed))
+            object.__setattr__(self, "verdict", derived)
         if self.verdict not in VERDICTS:
             raise ValueError(f"claim {self.claim_id}: unknown verdict {self.verdict!r}")
+        # a verdict is derived, never typed in: only "unchecked" (nothing measured) stands on its own
+        if self.verdict != derived and not (self.verdict == UNCHECKED and math.isnan(self.measured)):
+            raise ValueError(f"claim {self.claim_id}: verdict {self.verdict!r} does not follow from its result ({derived!r})")
 
     @property
     def counts(self) -> bool:
