@@ -167,7 +167,7 @@ def test_joma_smoke_outputs(smoke_run):
         assert (results / "figures" / "joma" / f"fig{n}.png").stat().st_size > 1000
     ids = {r["claim_id"] for r in csv.DictReader(open(results / "joma" / "claims.csv"))}
     assert {"fig4_start", "fig4_rebound", "fig4_exact", "thm2_invariant", "thm2_limits"} <= ids
-    assert {"fig2_nc_smooth", "thm1_exp_invariant", "fig6_bound_wikitext2", "fig8_best_rebound_wikitext2"} <= ids
+    assert {"fig2_nc_smooth", "thm1_exp_invariant", "fig6_step0_wikitext2", "fig8_best_rebound_wikitext2"} <= ids
 
 
 def test_training_hyperparameter_change_reruns_only_its_runs(smoke_run):

@@ -90,7 +90,10 @@ def test_fig6_and_fig8_claims_on_planted_curves(tmp_path):
     save_figure(W.draw_6(inputs, cfg), str(tmp_path / "f6.png"), dpi=50)
     save_figure(W.draw_6_stable_rank(inputs, cfg), str(tmp_path / "r6.png"), dpi=50)
     claims = {c.claim_id: c for c in W.claims_6(inputs, cfg)}
-    assert claims["fig6_bound_wikitext2"].passed and claims["fig6_step0_wikitext2"].passed
+    assert "fig6_bound_wikitext2" not in claims  # true by definition: test_attention_entropy_never_exceeds_the_causal_bound
+    assert claims["fig6_step0_wikitext2"].passed and claims["fig6_step0_wikitext2"].kind == "sanity"
+    assert claims["fig6_1layer_drop_wikitext2"].verdict == "reproduced"  # the untrained (frozen) curve has no drop
+    assert claims["fig6_1layer_drop_wikitext2"].baseline_measured == 0.0
     assert claims["fig6_1layer_drop_wikitext2"].measured == pytest.approx(1.0)
     assert claims["fig6_1layer_rebound_wikitext2"].measured == pytest.approx(0.5)
     assert claims["fig6_2layer_top_rebound_wikitext2"].passed
@@ -102,3 +105,28 @@ def test_fig6_and_fig8_claims_on_planted_curves(tmp_path):
     assert claims["fig8_best_rebound_wikitext2"].passed  # lr 1e-4 has the best loss and rebounds
     assert claims["fig8_large_lr_sparse_wikitext2"].measured == pytest.approx(0.3)
     assert claims["fig8_small_no_rebound_wikitext2"].passed  # lr 1e-6 is monotone
+    # ... but so is the untrained network's frozen curve: "no rebound" cannot tell them apart
+    assert claims["fig8_small_no_rebound_wikitext2"].verdict == "not discriminating"
+    assert claims["fig8_best_rebound_wikitext2"].verdict == "reproduced"
+    assert claims["fig8_large_lr_sparse_wikitext2"].baseline_measured == pytest.approx(2.6)
+
+
+def test_fig6_and_fig8_claims_fail_on_planted_curves(tmp_path):
+    import pandas as pd
+
+    flat = [2.6, 2.59, 2.58, 2.57, 2.56]
+    high = [2.6, 2.55, 2.57, 2.58, 2.6]  # a small dip only (0.05 nats)
+    rebound = [2.6, 2.0, 1.6, 1.9, 2.1]
+    val = [10.0, 8.0, 7.0, 6.5, 6.4]
+    p1, p2, p3 = tmp_path / "a.csv", tmp_path / "b.csv", tmp_path / "c.csv"
+    pd.DataFrame(_log(1, 1e-4, [flat], val)).to_csv(p1, index=False)
+    rising = [2.6, 2.62, 2.63, 2.64, 2.65]
+    pd.DataFrame(_log(2, 1e-4, [rising, high], val)).to_csv(p2, index=False)  # the bottom layer above the top one
+    pd.DataFrame(_log(2, 1e-6, [rebound, rebound], [10.0, 9.9, 9.8, 9.7, 9.6])).to_csv(p3, index=False)
+    claims = {c.claim_id: c for c in W.claims_6({"logs": [str(p1), str(p2)]}, {"lr": 1e-4, "bptt": 35, "scale": "test"})}
+    for cid in ("fig6_1layer_drop_wikitext2", "fig6_1layer_rebound_wikitext2", "fig6_2layer_top_drop_wikitext2",
+                "fig6_2layer_bottom_lower_wikitext2"):
+        assert not claims[cid].passed, cid
+    claims = {c.claim_id: c for c in W.claims_8({"logs": [str(p2), str(p3)]}, {"n_layer": 2, "bptt": 35, "scale": "test"})}
+    assert not claims["fig8_large_lr_sparse_wikitext2"].passed  # ends at 2.1 and 2.6
+    assert not claims["fig8_small_no_rebound_wikitext2"].passed  # lr 1e-6 rebounds by 0.5

@@ -50,6 +50,14 @@ def test_attention_entropy():
     assert attention_entropy(one_hot).abs().max().item() < 1e-6
 
 
+def test_attention_entropy_never_exceeds_the_causal_bound():
+    """JoMA's Fig. 6 bound holds by definition: row i attends over i positions, so its entropy is <= ln i."""
+    T = 35
+    logits = torch.randn(200, T, T, generator=torch.Generator().manual_seed(0)) * 3
+    attn = logits.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf")).softmax(-1)
+    assert attention_entropy(attn).mean(dim=-1).max().item() <= uniform_causal_entropy(T) + 1e-6
+
+
 def test_batching_follows_the_word_language_model_layout():
     ids = torch.arange(103)
     cols = batchify(ids, 4)  # 25 rows, 4 columns; the last 3 tokens are dropped
