@@ -272,6 +272,35 @@ def test_table1_cell_and_table(tmp_path):
     assert "scale: test" in md and "0.99 ± 0.01" in md and "\\begin{tabular}" in tex
 
 
+def _planted_cells(tmp_path, trained: tuple, untrained: tuple, excess_loss: float) -> dict:
+    """Table 1 cells where every seed scores NCorr ``trained`` = (s0, s1) and ``untrained`` = (s0, s1)."""
+    rows = []
+    for C, nch in ((20, 2), (30, 3)):
+        for seed in (1, 2):
+            for is_trained, (v0, v1) in ((True, trained), (False, untrained)):
+                for level, v in ((0, v0), (1, v1), (2, 0.1)):
+                    rows.append({"C": C, "n_ch": nch, "n0": 10, "n1": 20, "seed": seed, "trained": is_trained, "level": level,
+                                 "ncorr": v + 0.001 * seed, "n_latents": 5, "final_loss": 0.2 + excess_loss, "loss_floor": 0.2,
+                                 "d": 16, "steps": 3, "lr": 1e-3})
+    path = tmp_path / "cells.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return {"cells": [str(path)]}
+
+
+def test_table1_claims_on_planted_cells(tmp_path):
+    cfg = {"scale": "test"}
+    good = {c.claim_id: c for c in TF.claims_table1(_planted_cells(tmp_path, (0.97, 0.7), (0.5, 0.3), 0.01), cfg)}
+    assert all(c.passed for c in good.values())
+    assert good["table1_s0"].verdict == "reproduced" and good["table1_s0"].baseline_measured == pytest.approx(0.5015)
+    assert good["table1_loss"].kind == "sanity" and good["table1_s0"].paper_value == "0.94-1.00"
+    # training changes nothing: s=0 still passes, but so does the untrained network; the gap fails
+    same = {c.claim_id: c for c in TF.claims_table1(_planted_cells(tmp_path, (0.95, 0.8), (0.95, 0.8), 0.01), cfg)}
+    assert same["table1_s0"].verdict == "not discriminating" and not same["table1_untrained_gap"].passed
+    # level 1 above level 0, low level-0 scores, a loss far above its floor
+    bad = {c.claim_id: c for c in TF.claims_table1(_planted_cells(tmp_path, (0.6, 0.8), (0.5, 0.3), 1.0), cfg)}
+    assert not bad["table1_s0"].passed and not bad["table1_s1_lower"].passed and not bad["table1_loss"].passed
+
+
 def test_table1_cell_is_deterministic(tmp_path):
     cfg = {"C": 20, "n_ch": 2, "n0": 10, "n1": 20, "M": 100, "T": 30, "d": 8, "d_hidden": 16, "layers": 3, "steps": 2, "batch": 16,
            "lr": 1e-3, "wd": 1e-4, "eval_samples": 64, "log_every": 10, "vectorise": False, "seeds": [3]}
