@@ -41,17 +41,15 @@ def write_outputs(drawn, paths: list[str], dpi: int) -> None:
 
 
 def check_declared(claims, declared: list[str]) -> None:
-    """Every claim written is one the registry declares, and every declared id is written (when declared)."""
+    """Every claim written is one the registry declares (when it declares them). A declared claim may be
+    missing: some are written only when the run has what they need (a step-0 checkpoint, a second layer)."""
     from fnmatch import fnmatchcase
 
     if not declared:
         return
-    ids = [c.claim_id for c in claims]
-    stray = [i for i in ids if not any(fnmatchcase(i, pattern) for pattern in declared)]
-    missing = [pattern for pattern in declared if not any(fnmatchcase(i, pattern) for i in ids)]
-    if stray or missing:
-        raise ValueError(f"claims differ from the registry's declaration: written but not declared {stray}, "
-                         f"declared but not written {missing}")
+    stray = [c.claim_id for c in claims if not any(fnmatchcase(c.claim_id, pattern) for pattern in declared)]
+    if stray:
+        raise ValueError(f"claims {stray} are not declared in the registry (declared: {declared})")
 
 
 def _main(args) -> None:

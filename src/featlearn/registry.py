@@ -103,8 +103,8 @@ class Figure:
     claims: str | None = None
     settings: Mapping[str, Any] = field(default_factory=dict)
     kind: str = FIGURE
-    # The claim ids the claims function writes (shell-style patterns, e.g. "wiki_freeze_*"): every one must be
-    # written by it and have a planted-negative and a planted-positive test. Empty: not declared yet.
+    # The claim ids the claims function may write (shell-style patterns, e.g. "wiki_freeze_*"); each has a
+    # planted-negative and a planted-positive test. Empty: not declared yet.
     claim_ids: tuple[str, ...] = ()
 
     def __post_init__(self):

@@ -35,6 +35,7 @@ if _joma_fig6 is not None:
         params:
             inputs=lambda wildcards, input: named_paths(input),
             settings=_joma_fig6.settings_json(),
+            claim_ids=_joma_fig6.claim_ids_json(),
             scale=SCALE,
             dpi=config["report"]["dpi"],
             code=code_hash(*_joma_fig6.code),
@@ -74,6 +75,7 @@ rule table_joma_1:
     params:
         inputs=lambda wildcards, input: named_paths(input),
         settings=_joma_table1.settings_json(),
+        claim_ids=_joma_table1.claim_ids_json(),
         latex_settings=json.dumps({"scale": SCALE}),
         latex=lambda wildcards, output: json.dumps({"tex": output.tex}),
         scale=SCALE,

@@ -79,10 +79,13 @@ def _exp_claims(exp: pd.DataFrame, grid: dict, scale: str) -> list[Claim]:
         check(PAPER, "thm1_exp_invariant", "Fig. 2 / Thm. 1",
               f"exp attention, joint GD at lr {lr:g} from zero init: z = sum_k v_k^2/(2 tau) up to discretisation "
               f"({n_runs} runs)", f"max over runs of ||z - sum_k v_k^2/(2 tau)|| / ||z|| at step {EXP_CHECK_STEP}",
-              worst, "<=", EXP_REL_ERR_MAX, scale),
+              worst, "<=", EXP_REL_ERR_MAX, scale, kind="paper-theory", seeds=grid["seeds"],
+              reason="Thm. 1's first integral holds exactly for gradient flow; the reference's 0.02 allows for the O(lr) "
+                     "discretisation at lr 0.01"),
         check(PAPER, "thm1_exp_decreasing", "Fig. 2 / Thm. 1",
               "the relative error of the exp-attention invariant decreases over training (every run)",
-              "logged steps at which the relative error rose, summed over runs", measured_inc, "==", 0.0, scale),
+              "logged steps at which the relative error rose, summed over runs", measured_inc, "==", 0.0, scale,
+              kind="paper-theory", seeds=grid["seeds"], reason="a monotone decrease, as the reference states"),
     ]
 
 
@@ -101,10 +104,12 @@ def _nc_claims(steps: pd.DataFrame, grid: dict, scale: str) -> list[Claim]:
         claims += [
             check(PAPER, f"fig2_nc_{setting}", "Fig. 2",
                   f"softmax attention, {setting} X: the Theorem 1 estimate z_hat correlates with z ({n} seeds)",
-                  f"min NC(z_hat, z) over logged steps >= {NC_MIN_STEP} and seeds", full_min, ">=", NC_FULL_MIN, scale),
+                  f"min NC(z_hat, z) over logged steps >= {NC_MIN_STEP} and seeds", full_min, ">=", NC_FULL_MIN, scale,
+                  kind="paper-theory", seeds=n, reason="the paper's Fig. 2 shows NC near 1; the reference's 0.95"),
             check(PAPER, f"fig2_nc_part2_{setting}", "Fig. 2",
                   f"softmax attention, {setting} X: the part z_hat_2 = -x_bar ||W||^2/(2 tau) alone does not ({n} seeds)",
-                  f"max NC(z_hat_2, z) over logged steps >= {NC_MIN_STEP} and seeds", part2_max, "<=", NC_PART2_MAX, scale),
+                  f"max NC(z_hat_2, z) over logged steps >= {NC_MIN_STEP} and seeds", part2_max, "<=", NC_PART2_MAX, scale,
+                  kind="paper-theory", seeds=n, reason="the reference's 0.7: well below the full estimate's 0.95"),
         ]
     return claims
 

@@ -95,6 +95,23 @@ def claims_7(inputs: dict, cfg: dict) -> list[Claim]:
     return claims
 
 
+def top_rebound(sr: pd.DataFrame, top) -> tuple[int, float]:
+    """(layer, rebound) of the top-quarter layer whose stable-rank curve ends furthest above an interior minimum
+    (rebound sr(end) / min - 1; 0 when the minimum is the first or last checkpoint)."""
+    rebounds = {}
+    for layer in top:
+        c = sr[layer].to_numpy()
+        i = int(np.argmin(c))
+        rebounds[layer] = float(c[-1] / c[i] - 1) if 0 < i < len(c) - 1 else 0.0
+    best = max(rebounds, key=rebounds.get)
+    return best, rebounds[best]
+
+
+def bottom_ratio(sr: pd.DataFrame, bottom) -> float:
+    """max over bottom-quarter layers of sr(last) / sr(step 0)."""
+    return float((sr.loc[sr.index[-1], bottom] / sr.loc[0, bottom]).max())
+
+
 def model_claims(d: pd.DataFrame, scale: str) -> list[Claim]:
     """Claim 8 for one model with checkpoints across training (the claims that its steps allow)."""
     short = d["model"].iloc[0].split("/")[-1]
@@ -109,24 +126,25 @@ def model_claims(d: pd.DataFrame, scale: str) -> list[Claim]:
         claims.append(check(
             PAPER, f"fig7_step0_gaussian_{short}", "Fig. 7",
             f"{short}: at step 0 the up-projection's stable rank is within 10% of nm/(sqrt n + sqrt m)^2 in every layer",
-            "max over layers |sr(0) / Gaussian - 1|", float(dev.max()), "<=", 0.10, scale))
+            "max over layers |sr(0) / Gaussian - 1|", float(dev.max()), "<=", 0.10, scale, kind="sanity",
+            reason="step 0 is a random initialisation: the stable rank of a Gaussian matrix (the reference's 10%)"))
+    # the untrained network: the step-0 stable ranks at every checkpoint (only when step 0 is among them)
+    frozen = pd.DataFrame([sr.loc[first].to_numpy()] * len(sr), index=sr.index, columns=sr.columns)
+    untrained = "untrained network (step 0 at every checkpoint)"
     if len(sr) >= 3:
-        rebounds = {}
-        for layer in top:
-            c = sr[layer].to_numpy()
-            i = int(np.argmin(c))
-            rebounds[layer] = c[-1] / c[i] - 1 if 0 < i < len(c) - 1 else 0.0
-        best = max(rebounds, key=rebounds.get)
+        best, rebound = top_rebound(sr, top)
         claims.append(check(
             PAPER, f"fig7_top_rebound_{short}", "Fig. 7",
             f"{short}: a top-quarter layer ({top[0]}-{top[-1]}) has an interior stable-rank minimum and ends "
             f">= 5% above it at step {int(last)} (best: layer {best})",
-            "max over top layers (sr(end) / interior min sr - 1)", float(rebounds[best]), ">=", 0.05, scale))
+            "max over top layers (sr(end) / interior min sr - 1)", rebound, ">=", 0.05, scale,
+            reason="the reference's reading of the paper's Fig. 7: a visible (5%) rebound",
+            baseline=(untrained, top_rebound(frozen, top)[1]) if first == 0 else None))
     if first == 0 and len(sr) >= 2:
-        ratio = (sr.loc[last, bottom] / sr.loc[0, bottom]).max()
         claims.append(check(
             PAPER, f"fig7_bottom_below_{short}", "Fig. 7",
             f"{short}: every bottom-quarter layer ({bottom[0]}-{bottom[-1]}) ends (step {int(last)}) with a stable "
             "rank below its step-0 value",
-            "max over bottom layers sr(end) / sr(0)", float(ratio), "<", 1.0, scale))
+            "max over bottom layers sr(end) / sr(0)", bottom_ratio(sr, bottom), "<", 1.0, scale,
+            reason="a direction the paper's Fig. 7 shows", baseline=(untrained, bottom_ratio(frozen, bottom))))
     return claims

@@ -3,7 +3,6 @@ tidy tables of :mod:`featlearn.joma.experiments`."""
 
 from __future__ import annotations
 
-import math
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -73,17 +72,23 @@ def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
         1 for i in range(len(times)) for k in range(i + 1, len(times)) if not (np.isinf(times[i]) and np.isinf(times[k])) and times[k] >= times[i]
     )
     n_conv = int(np.isfinite(times).sum())
+    # The entropy at iteration 0 is ln 10 by construction (v(0) equal in every component): a unit test.
+    theory = dict(kind="paper-theory")
     return [
-        check(PAPER, "fig4_start", "Fig. 4", "attention entropy starts at ln 10", "entropy at iteration 0", H[0], "", math.log(10), scale, within=0.01),
         check(PAPER, "fig4_drop", "Fig. 4", "entropy has an interior minimum at least 0.3 nats below the start", "H(0) - min H (interior)",
-              H[0] - H[i_min] if 0 < i_min < len(H) - 1 else 0.0, ">=", 0.3, scale),
-        check(PAPER, "fig4_rebound", "Fig. 4", "entropy ends at least 0.2 nats above its minimum (rebound)", "H(end) - min H", H[-1] - H[i_min], ">=", 0.2, scale),
+              H[0] - H[i_min] if 0 < i_min < len(H) - 1 else 0.0, ">=", 0.3, scale, **theory,
+              reason="the reference's reading of the paper's Fig. 4 (sparse phase)"),
+        check(PAPER, "fig4_rebound", "Fig. 4", "entropy ends at least 0.2 nats above its minimum (rebound)", "H(end) - min H", H[-1] - H[i_min],
+              ">=", 0.2, scale, **theory, reason="the reference's reading of the paper's Fig. 4 (dense again)"),
         check(PAPER, "fig4_order", "Fig. 4", f"components with larger mu_j converge first (|v - mu| <= {tol:g} mu; "
               f"{n_conv} of {len(times)} converged within the run)",
-              "pairs ordered against mu (comparable pairs)", float(violations), "==", 0.0, scale),
-        check(PAPER, "fig4_control", "Fig. 4", "without attention the entropy has no rebound", "H(end) - min H (no attention)", ctrl[-1] - ctrl.min(), "<=", 1e-9, scale),
+              "pairs ordered against mu (comparable pairs)", float(violations), "==", 0.0, scale, **theory,
+              reason="a strict order (Thm. 4: salient components converge first)"),
+        check(PAPER, "fig4_control", "Fig. 4", "without attention the entropy has no rebound", "H(end) - min H (no attention)", ctrl[-1] - ctrl.min(),
+              "<=", 1e-9, scale, **theory, reason="no rebound at all: float64 rounding only"),
         check(PAPER, "fig4_exact", "Thm. 4", "the exact Eq. 6 solution satisfies F(v_j/mu_j, mu_j) = t", "max |F - t|",
-              float(ex["F_minus_t"].abs().max()), "<=", 1e-3, scale),
+              float(ex["F_minus_t"].abs().max()), "<=", 1e-3, scale, kind="sanity",
+              reason="accuracy of this project's stiff solver (the reference's 1e-3)"),
     ]
 
 
@@ -95,7 +100,9 @@ def claims_theorem2(inputs: dict, cfg: dict) -> list[Claim]:
     finite = last[np.isfinite(last["limit"])]
     return [
         check(PAPER, "thm2_invariant", "Thm. 2", "erf(v_l/sqrt 2)/Delta_l is equal across components up to 0.999 t*",
-              "max spread across components", float(spread), "<=", 1e-4, scale),
+              "max spread across components", float(spread), "<=", 1e-4, scale, kind="paper-theory",
+              reason="an exact invariant of the ODE; 1e-4 is the reference's allowance for the solver"),
         check(PAPER, "thm2_limits", "Thm. 2", "non-maximal components converge to sqrt(2) erfinv(Delta_l/|Delta_max|)",
-              "max |v(0.999 t*) - limit|", float((finite["v"] - finite["limit"]).abs().max()), "<=", 1e-2, scale),
+              "max |v(0.999 t*) - limit|", float((finite["v"] - finite["limit"]).abs().max()), "<=", 1e-2, scale, kind="paper-theory",
+              reason="the limit is reached only as t -> t*; 1e-2 at 0.999 t* (the reference)"),
     ]

@@ -28,6 +28,19 @@ HIER_CODE = ("joma/hierarchy.py", "joma/table1.py", "seeding.py")
 HIER_PLOT = ("joma/table1_figures.py", "plotting.py", "claims.py")
 CKPT_CODE = ("joma/checkpoints.py", "lm/rank.py", "lm/attention.py")
 CKPT_PLOT = ("joma/checkpoints_figures.py", "plotting.py", "claims.py")
+# The claims each figure may write (patterns: <dataset>, <model> and the number of layers are filled in by
+# the run; "fig2_nc_[!p]*" is NC(z_hat, z) per X setting, "fig2_nc_part2_*" its second part alone).
+CLAIM_IDS = {
+    "2": ("fig2_nc_[!p]*", "fig2_nc_part2_*", "thm1_exp_invariant", "thm1_exp_decreasing"),
+    "4": ("fig4_drop", "fig4_rebound", "fig4_order", "fig4_control", "fig4_exact"),
+    "theorem2": ("thm2_invariant", "thm2_limits"),
+    "6": ("fig6_step0_*", "fig6_1layer_drop_*", "fig6_1layer_rebound_*", "fig6_*layer_top_drop_*", "fig6_*layer_top_rebound_*",
+          "fig6_*layer_bottom_lower_*"),
+    "8": ("fig8_best_rebound_*", "fig8_large_lr_sparse_*", "fig8_small_no_rebound_*"),
+    "1": ("table1_s0", "table1_s1_lower", "table1_untrained_gap", "table1_loss"),
+    "hblt": ("thm5_hblt",),
+    "7": ("fig7_step0_gaussian_*", "fig7_top_rebound_*", "fig7_bottom_below_*"),
+}
 BPTT = 35  # tutorial recipe; the uniform causal entropy bound 2.632 is for this window
 CHECKPOINT_SETTINGS = ("cache_dir", "window", "windows", "batch_size", "max_words", "dtype")
 
@@ -72,12 +85,13 @@ def figure_command(fig: Figure, figures: str, claims: bool = True, draw: str | N
     """Shell command of a hand-written figure rule: `python -m featlearn figure` for record ``fig``, drawing
     with ``draw`` (default the record's function) into ``figures`` (the rule's outputs, as shell text) and,
     with ``claims``, writing the record's claims to ``{output.claims}``. The rule has params inputs,
-    settings, scale and dpi, as the base figure rule does."""
+    settings, claim_ids, scale and dpi, as the base figure rule does."""
     return (
         f"python -m featlearn figure --draw={draw or fig.draw}"
         f" --claims-fn={fig.claims if claims else ''} --inputs {{params.inputs:q}}"
         f" --settings {{params.settings:q}} --figures {figures}"
-        f" --claims={'{output.claims}' if claims else ''} --scale {{params.scale}} --dpi {{params.dpi}}"
+        f" --claims={'{output.claims}' if claims else ''} --claim-ids {{params.claim_ids:q}}"
+        f" --scale {{params.scale}} --dpi {{params.dpi}}"
     )
 
 
@@ -108,6 +122,8 @@ def registry(config: dict, paths: Paths, dataset_on) -> JomaRegistry:
 
     def figure(fig_id, module, inputs, code, *, cls=Figure, **kw):
         """Figure ``fig_id`` drawn by ``draw_<name>`` and checked by ``claims_<name>`` of joma/<module>.py."""
+        if kw.get("claims", True):
+            kw["claim_ids"] = CLAIM_IDS[fig_id]
         return cls.of(PAPER, fig_id, f"featlearn.joma.{module}", inputs, code, **kw)
 
     # Dynamics (Fig. 4, Theorem 2) and the joint MLP/attention simulations (Figs. 2-3).

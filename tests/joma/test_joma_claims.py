@@ -1,0 +1,227 @@
+"""Every JoMA claim on planted tables: data built to pass it, and data on which it must fail.
+
+Tables are written in the formats of the compute jobs (long tables of featlearn.joma.*); the planted
+values move one property at a time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from claimtest import assert_fails, assert_passes
+from featlearn.compute import Context
+from featlearn.joma import attention_sim_figures as S
+from featlearn.joma import checkpoints_figures as C
+from featlearn.joma import dynamics as D
+from featlearn.joma import figures as F
+from featlearn.joma import table1_figures as T
+from featlearn.joma import wikitext_figures as W
+from featlearn.joma.checkpoints import COLUMNS as CHECKPOINT_COLUMNS
+from featlearn.joma.experiments import eq6_tables, theorem2_table
+
+CPU = Context()
+
+
+# ------------------------------------------------------------------------------------------ Fig. 2 (Theorem 1)
+FIG2_CFG = {"softmax": {"settings": ["smooth", "random"], "seeds": 2},
+            "exp": {"settings": ["smooth", "random"], "seeds": 2, "lrs": [0.01]}, "scale": "test"}
+
+
+def _fig2(tmp_path, nc_full: float, nc_part2: float, rel_err: list[float]) -> dict:
+    steps = []
+    for setting in ("smooth", "random"):
+        for seed in (1, 2):
+            for step in (0, 10, 20, 30):
+                steps += [{"setting": setting, "seed": seed, "step": step, "quantity": q, "value": v}
+                          for q, v in (("nc_full", nc_full), ("nc_part2", nc_part2))]
+    exp = [{"setting": setting, "seed": seed, "lr": 0.01, "step": step, "time": 0.01 * step, "quantity": "rel_err", "value": err}
+           for setting in ("smooth", "random") for seed in (1, 2) for step, err in zip((0, 50, 100), rel_err)]
+    paths = {"steps": tmp_path / "steps.csv", "exp": tmp_path / "exp.csv"}
+    pd.DataFrame(steps).to_csv(paths["steps"], index=False)
+    pd.DataFrame(exp).to_csv(paths["exp"], index=False)
+    return {k: str(v) for k, v in paths.items()}
+
+
+def test_fig2_claims_on_planted_tables(tmp_path):
+    good = S.claims_2(_fig2(tmp_path, 0.99, 0.3, [float("nan"), 0.02, 0.01]), FIG2_CFG)
+    assert_passes("joma", good, "fig2_nc_smooth", "fig2_nc_random", "fig2_nc_part2_smooth", "fig2_nc_part2_random",
+                  "thm1_exp_invariant", "thm1_exp_decreasing")
+    assert all(c.kind == "paper-theory" for c in good)
+    # z_hat uncorrelated with z, its second part alone carrying it, an error that is large and grows
+    bad = S.claims_2(_fig2(tmp_path, 0.5, 0.9, [float("nan"), 0.05, 0.08]), FIG2_CFG)
+    assert_fails("joma", bad, "fig2_nc_smooth", "fig2_nc_random", "fig2_nc_part2_smooth", "fig2_nc_part2_random",
+                 "thm1_exp_invariant", "thm1_exp_decreasing")
+
+
+# ------------------------------------------------------------------------------------------ Fig. 4, Theorem 2
+EQ6 = {"n": 10, "mu_low": 1.0, "mu_high": 4.0, "seed": 0, "v0": 0.05, "eta": 0.02, "steps": 5000, "log_every": 100,
+       "exact_t_max": 3.0, "exact_points": 31}
+
+
+@pytest.fixture(scope="module")
+def eq6(tmp_path_factory):
+    d = tmp_path_factory.mktemp("eq6")
+    out = {"discrete": str(d / "discrete.csv"), "exact": str(d / "exact.csv")}
+    eq6_tables(EQ6, {}, out, CPU)
+    return out
+
+
+def test_fig4_claims_pass_on_the_eq6_dynamics(eq6):
+    claims = F.claims_4(eq6, {"log_every": 100, "converge_tol": 0.01, "scale": "test"})
+    assert_passes("joma", claims, "fig4_drop", "fig4_rebound", "fig4_order", "fig4_control", "fig4_exact")
+    assert {c.claim_id: c.kind for c in claims}["fig4_exact"] == "sanity"
+
+
+def test_fig4_claims_fail_on_planted_tables(eq6, tmp_path):
+    df = pd.read_csv(eq6["discrete"])
+    att = df["variant"] == "attention"
+    # the attention run's entropy replaced by a monotone fall (no rebound, no interior minimum), the control's by a
+    # rebounding curve, the components' order reversed against mu
+    steps = df.loc[att, "step"].to_numpy()
+    bad = df.copy()
+    bad.loc[att, "entropy"] = math.log(10) - 0.5 * steps / steps.max()
+    ctrl = ~att
+    bad.loc[ctrl, "entropy"] = 2.0 - 0.5 * np.sin(np.pi * df.loc[ctrl, "step"] / df.loc[ctrl, "step"].max())
+    bad["mu"] = 5.0 - bad["mu"]  # larger mu now converges last
+    ex = pd.read_csv(eq6["exact"]).assign(F_minus_t=0.5)
+    paths = {"discrete": str(tmp_path / "d.csv"), "exact": str(tmp_path / "e.csv")}
+    bad.to_csv(paths["discrete"], index=False)
+    ex.to_csv(paths["exact"], index=False)
+    claims = F.claims_4(paths, {"log_every": 100, "converge_tol": 0.01, "scale": "test"})
+    assert_fails("joma", claims, "fig4_drop", "fig4_rebound", "fig4_order", "fig4_control", "fig4_exact")
+
+
+def test_fig4_entropy_starts_at_ln_10_by_construction():
+    """fig4_start left the scorecard: equal components at iteration 0 give uniform attention over 10 tokens."""
+    mu = np.linspace(1, 4, 10)
+    traj = D.eq6_discrete(mu, 0.05, 0.02, 3, attention=True)
+    assert D.entropy(D.softmax(traj**2 / 3))[0] == pytest.approx(math.log(10), abs=1e-12)
+
+
+def test_theorem2_claims_pass_on_the_ode_and_fail_on_planted_tables(tmp_path):
+    out = {"table": str(tmp_path / "t2.csv")}
+    theorem2_table({"delta": [1.0, 0.6, 0.3, -0.2], "A": 1.0, "fraction": 0.999, "points": 400}, {}, out, CPU)
+    assert_passes("joma", F.claims_theorem2(out, {"scale": "test"}), "thm2_invariant", "thm2_limits")
+    df = pd.read_csv(out["table"])
+    df.loc[df["component"] == 1, "invariant"] *= 1.01  # one component off the shared invariant
+    df.loc[df["component"] == 2, "v"] += 0.1  # and off its limit
+    df.to_csv(tmp_path / "bad.csv", index=False)
+    assert_fails("joma", F.claims_theorem2({"table": str(tmp_path / "bad.csv")}, {"scale": "test"}), "thm2_invariant", "thm2_limits")
+
+
+# ------------------------------------------------------------------------------------------ Theorem 5, Table 1
+def _hblt(tmp_path, shift_se: float) -> dict:
+    rows = [{"rho": rho, "L": 4, "H": H, "rho0": 0.3, "empirical": 0.5 + shift_se * 0.01, "se": 0.01, "theory": 0.5, "n": 1000,
+             "n_samples": 20000} for rho in (0.5, 0.9) for H in (1, 2, 3)]
+    path = tmp_path / f"hblt_{shift_se}.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return {"table": str(path)}
+
+
+def test_theorem5_claim_on_planted_tables(tmp_path):
+    assert_passes("joma", T.claims_hblt(_hblt(tmp_path, 3.0), {"scale": "test"}), "thm5_hblt")  # within the corrected 3.14
+    assert_fails("joma", T.claims_hblt(_hblt(tmp_path, 4.0), {"scale": "test"}), "thm5_hblt")
+
+
+def _cells(tmp_path, trained: tuple, untrained: tuple, excess_loss: float) -> dict:
+    rows = []
+    for C_, nch in ((20, 2), (30, 3)):
+        for seed in (1, 2):
+            for is_trained, (v0, v1) in ((True, trained), (False, untrained)):
+                for level, v in ((0, v0), (1, v1)):
+                    rows.append({"C": C_, "n_ch": nch, "n0": 10, "n1": 20, "seed": seed, "trained": is_trained, "level": level,
+                                 "ncorr": v, "n_latents": 5, "final_loss": 0.2 + excess_loss, "loss_floor": 0.2, "d": 16,
+                                 "steps": 3, "lr": 1e-3})
+    path = tmp_path / "cells.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return {"cells": [str(path)]}
+
+
+def test_table1_claims_on_planted_cells(tmp_path):
+    good = T.claims_table1(_cells(tmp_path, (0.97, 0.7), (0.5, 0.3), 0.01), {"scale": "test"})
+    assert_passes("joma", good, "table1_s0", "table1_s1_lower", "table1_untrained_gap", "table1_loss")
+    bad = T.claims_table1(_cells(tmp_path, (0.6, 0.8), (0.55, 0.75), 1.0), {"scale": "test"})
+    assert_fails("joma", bad, "table1_s0", "table1_s1_lower", "table1_untrained_gap", "table1_loss")
+
+
+# ------------------------------------------------------------------------------------------ Figs. 6, 8 (WikiText)
+def _log(n_layer, lr, curves, val):
+    rows = []
+    for step, vals in enumerate(zip(*curves)):
+        for layer, v in enumerate(vals):
+            rows.append({"dataset": "wikitext2", "n_layer": n_layer, "lr": lr, "seed": 1, "step": step * 10,
+                         "metric": "attention_entropy", "layer": layer, "value": v})
+        rows.append({"dataset": "wikitext2", "n_layer": n_layer, "lr": lr, "seed": 1, "step": step * 10, "metric": "val_loss",
+                     "layer": -1, "value": val[step]})
+    return rows
+
+
+REBOUND = [2.6, 2.0, 1.6, 1.9, 2.1]
+FLAT = [2.6, 2.59, 2.58, 2.57, 2.56]
+LOW = [2.6, 1.0, 0.5, 0.4, 0.3]
+RISING = [2.6, 2.62, 2.63, 2.64, 2.65]
+FALLING_VAL, SLOW_VAL = [10.0, 8.0, 7.0, 6.5, 6.4], [10.0, 9.9, 9.8, 9.7, 9.6]
+
+
+def _logs(tmp_path, *runs) -> list[str]:
+    paths = []
+    for i, (n_layer, lr, curves, val) in enumerate(runs):
+        p = tmp_path / f"log{i}.csv"
+        pd.DataFrame(_log(n_layer, lr, curves, val)).to_csv(p, index=False)
+        paths.append(str(p))
+    return paths
+
+
+def test_fig6_claims_on_planted_curves(tmp_path):
+    cfg = {"lr": 1e-4, "bptt": 35, "scale": "test"}
+    good = W.claims_6({"logs": _logs(tmp_path, (1, 1e-4, [REBOUND], FALLING_VAL), (2, 1e-4, [LOW, REBOUND], FALLING_VAL))}, cfg)
+    assert_passes("joma", good, "fig6_step0_wikitext2", "fig6_1layer_drop_wikitext2", "fig6_1layer_rebound_wikitext2",
+                  "fig6_2layer_top_drop_wikitext2", "fig6_2layer_top_rebound_wikitext2", "fig6_2layer_bottom_lower_wikitext2")
+    start_low = [1.0, 0.99, 0.98, 0.97, 0.96]  # far below the uniform bound at step 0
+    bad = W.claims_6({"logs": _logs(tmp_path, (1, 1e-4, [start_low], FALLING_VAL), (2, 1e-4, [RISING, FLAT], FALLING_VAL))}, cfg)
+    assert_fails("joma", bad, "fig6_step0_wikitext2", "fig6_1layer_drop_wikitext2", "fig6_1layer_rebound_wikitext2",
+                 "fig6_2layer_top_drop_wikitext2", "fig6_2layer_top_rebound_wikitext2", "fig6_2layer_bottom_lower_wikitext2")
+
+
+def test_fig8_claims_on_planted_curves(tmp_path):
+    cfg = {"n_layer": 2, "bptt": 35, "scale": "test"}
+    good = W.claims_8({"logs": _logs(tmp_path, (2, 1e-4, [LOW, REBOUND], FALLING_VAL), (2, 1e-6, [FLAT, FLAT], SLOW_VAL))}, cfg)
+    assert_passes("joma", good, "fig8_best_rebound_wikitext2", "fig8_large_lr_sparse_wikitext2", "fig8_small_no_rebound_wikitext2")
+    bad = W.claims_8({"logs": _logs(tmp_path, (2, 1e-4, [FLAT, RISING], FALLING_VAL), (2, 1e-6, [REBOUND, REBOUND], SLOW_VAL))}, cfg)
+    assert_fails("joma", bad, "fig8_best_rebound_wikitext2", "fig8_large_lr_sparse_wikitext2", "fig8_small_no_rebound_wikitext2")
+
+
+# ------------------------------------------------------------------------------------------ Fig. 7 (checkpoints)
+def _checkpoints(tmp_path, name: str, top_curve: list[float], bottom_end: float, step0_off: float) -> str:
+    """Stable-rank rows of a 4-layer model (bottom quarter: layer 0, top quarter: layer 3) across checkpoints."""
+    steps = [0, 1000, 16000, 143000]
+    rows = []
+    for i, step in enumerate(steps):
+        for layer in range(4):
+            g = 200.0
+            if layer == 3:
+                v = g * top_curve[i]
+            elif layer == 0:
+                v = g * (1.0 + (bottom_end - 1.0) * i / (len(steps) - 1))
+            else:
+                v = g
+            if step == 0 and layer in (1, 2):  # the middle layers start off the Gaussian value
+                v *= 1 + step0_off
+            rows.append({"model": f"EleutherAI/{name}", "revision": f"step{step}", "step": step, "n_layers": 4, "layer": layer,
+                         "metric": "stable_rank", "value": v, "gaussian_stable_rank": g, "window": 16})
+    path = tmp_path / f"{name}.csv"
+    pd.DataFrame(rows, columns=list(CHECKPOINT_COLUMNS)).to_csv(path, index=False)
+    return str(path)
+
+
+def test_fig7_claims_on_planted_checkpoints(tmp_path):
+    good = C.claims_7({"tables": [_checkpoints(tmp_path, "pythia-a", [1.0, 0.5, 0.4, 0.7], 0.6, 0.0)]}, {"scale": "test"})
+    assert_passes("joma", good, "fig7_step0_gaussian_pythia-a", "fig7_top_rebound_pythia-a", "fig7_bottom_below_pythia-a")
+    by = {c.claim_id: c for c in good}
+    assert by["fig7_top_rebound_pythia-a"].baseline_measured == 0.0 and by["fig7_top_rebound_pythia-a"].verdict == "reproduced"
+    bad = C.claims_7({"tables": [_checkpoints(tmp_path, "pythia-b", [1.3, 1.2, 1.1, 1.0], 1.2, 0.3)]}, {"scale": "test"})
+    assert_fails("joma", bad, "fig7_step0_gaussian_pythia-b", "fig7_top_rebound_pythia-b", "fig7_bottom_below_pythia-b")
