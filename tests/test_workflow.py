@@ -133,12 +133,15 @@ def test_scan_snap_smoke_outputs(smoke_run):
         assert (results / "figures" / "scan_snap" / f"fig{n}.png").stat().st_size > 1000
     rows = list(csv.DictReader(open(results / "scan_snap" / "claims.csv")))
     ids = {r["claim_id"] for r in rows}
-    for cid in ("gen_freq", "1a", "2", "4a", "7", "8a", "adam_subsets", "9a", "10", "11a", "th_h", "th_lnln", "th_t0_ratio", "wiki_freeze_1layer", "wiki_entropy_lr"):
+    for cid in ("gen_freq", "1b", "2", "4a", "7", "8a", "adam_subsets", "9a", "10", "11a", "th_h", "th_lnln", "th_t0", "wiki_freeze_1layer", "wiki_entropy_lr"):
         assert cid in ids
     assert all(r["scale"] == "smoke" and r["passed"] in ("True", "False") for r in rows)
+    assert all(r["threshold_reason"] for r in rows)  # audited: every threshold has its reason
     md = (results / "scorecard.md").read_text()
-    passed = sum(r["passed"] == "True" for r in rows)
-    assert f"| `scan_snap` | {passed} | {len(rows)} |" in md
+    n = {v: sum(r["verdict"] == v for r in rows) for v in ("reproduced", "not reproduced", "not discriminating", "unchecked", "sanity ok")}
+    sanity = sum(r["kind"] == "sanity" for r in rows)
+    assert (f"| `scan_snap` | {n['reproduced']} | {n['not reproduced']} | {n['not discriminating']} | {n['unchecked']} | "
+            f"{n['sanity ok']}/{sanity} |") in md
     for table in ("syn_small_steps", "syn_small_composition", "adam_composition", "syn_medium_final", "syn_medium_recall", "theory_snapping"):
         assert (results / "scan_snap" / f"{table}.csv").stat().st_size > 100
     assert (results / "benchmarks" / "scan_snap" / "syn_medium.tsv").is_file()
@@ -166,7 +169,7 @@ def test_joma_smoke_outputs(smoke_run):
     for n in ("2", "3", "4", "6", "6_stable_rank", "8"):
         assert (results / "figures" / "joma" / f"fig{n}.png").stat().st_size > 1000
     ids = {r["claim_id"] for r in csv.DictReader(open(results / "joma" / "claims.csv"))}
-    assert {"fig4_start", "fig4_rebound", "fig4_exact", "thm2_invariant", "thm2_limits"} <= ids
+    assert {"fig4_drop", "fig4_rebound", "fig4_exact", "thm2_invariant", "thm2_limits"} <= ids
     assert {"fig2_nc_smooth", "thm1_exp_invariant", "fig6_step0_wikitext2", "fig8_best_rebound_wikitext2"} <= ids
 
 
