@@ -103,6 +103,17 @@ class Claim:
         return hash(self._key())
 
 
+UNTRAINED = "untrained network"
+
+
+def frozen_at_init(table, keys: list[str], values: list[str]):
+    """The untrained-network baseline of a training history (a pandas table with a ``step`` column): every
+    step carries the first step's ``values`` (per ``keys``), as if nothing had been learned, so a claim
+    measured on it the same way shows what the untrained network scores."""
+    first = table.loc[table["step"] == table["step"].min(), keys + values]
+    return table.drop(columns=values).merge(first, on=keys, how="left")[table.columns]
+
+
 def verdict_of(kind: str, passed: bool, baseline_passed: bool | None) -> str:
     if kind == "sanity":
         return SANITY_OK if passed else SANITY_FAILED

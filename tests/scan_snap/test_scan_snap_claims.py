@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from claimtest import assert_fails, assert_passes
+from featlearn.claims import frozen_at_init
 from featlearn.scan_snap import figures as F
 from featlearn.scan_snap import metrics
 from featlearn.scan_snap.data import N_COMMON, N_DISTINCT, SequenceClasses
@@ -121,7 +122,7 @@ def test_fig4_sparsity_claim_fails_without_sparsification(tmp_path):
 def test_frozen_at_init_repeats_iteration_zero(tmp_path):
     paths = _syn_small(tmp_path)
     steps = pd.read_csv(paths["steps"])
-    frozen = F.frozen_at_init(steps, ["run", "layout", "ratio", "seed"], ["loss", "distinct_entropy", "common_mass"])
+    frozen = frozen_at_init(steps, ["run", "layout", "ratio", "seed"], ["loss", "distinct_entropy", "common_mass"])
     assert list(frozen.columns) == list(steps.columns) and len(frozen) == len(steps)
     init = steps[steps["step"] == 0].set_index("run")["loss"]
     assert (frozen.set_index("run")["loss"] == init.reindex(frozen["run"]).to_numpy()).all()

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from featlearn.claims import Claim, check
+from featlearn.claims import UNTRAINED, Claim, check
 from featlearn.figure import Table
 from featlearn.io import write_text
 from featlearn.plotting import set_style
@@ -35,7 +35,6 @@ PAPER_TABLE1 = {
 
 # reference, claim 5
 S0_MIN, UNTRAINED_GAP, LOSS_MAX = 0.90, 0.1, 0.05
-UNTRAINED = "untrained network"
 # reference, claim 4: Monte Carlo against Theorem 5 for every (rho, H) pair, two-sided with family-wise error
 # HBLT_ALPHA over all pairs (Bonferroni), so a correct simulation fails in 1% of seeds whatever the grid
 HBLT_ALPHA = 0.01

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from featlearn.claims import Claim, check
+from featlearn.claims import UNTRAINED, Claim, check, frozen_at_init
 from featlearn.lm.attention import uniform_causal_entropy
 from featlearn.plotting import set_style
 
@@ -20,14 +20,12 @@ PAPER = "joma"
 DROP, REBOUND = 0.1, 0.05  # reference, claim 6
 DROP_REASON = f"the reference's reading of the paper's curves: a visible drop of {DROP} nats, then a rebound of {REBOUND}"
 STEP0_TOL = 0.1  # [D] "step-0 close to the uniform bound"
-UNTRAINED = "untrained network"
+CURVE = ["dataset", "n_layer", "lr", "layer"]  # one seed-mean curve
 
 
-def frozen_at_init(c: pd.DataFrame) -> pd.DataFrame:
-    """The untrained-network baseline of seed-mean curves: every step carries the curve's step-0 value."""
-    keys = ["dataset", "n_layer", "lr", "layer"]
-    first = c[c["step"] == c["step"].min()][keys + ["mean"]]
-    return c.drop(columns=["mean"]).merge(first, on=keys, how="left")[c.columns]
+def frozen_curves(c: pd.DataFrame) -> pd.DataFrame:
+    """The untrained-network baseline of the seed-mean curves: each frozen at its first step."""
+    return frozen_at_init(c, CURVE, ["mean"])
 
 
 def read_logs(paths: list[str]) -> pd.DataFrame:
@@ -139,7 +137,7 @@ def claims_6(inputs: dict, cfg: dict) -> list[Claim]:
         claims.append(check(PAPER, f"fig6_step0_{ds}", "Fig. 6", f"at step 0 the entropy is close to the uniform bound (within {STEP0_TOL} nats; {ds})",
                             "max |H(0) - bound| over layers", float((start - bound).abs().max()), "<=", STEP0_TOL, scale, kind="sanity",
                             reason="the initial attention is near uniform (this project's initialisation)"))
-        ours, base = _fig6_measures(c, ds, layers, lr), _fig6_measures(frozen_at_init(c), ds, layers, lr)
+        ours, base = _fig6_measures(c, ds, layers, lr), _fig6_measures(frozen_curves(c), ds, layers, lr)
 
         def claim(key, statement, metric, op, threshold, reason):
             return check(PAPER, f"fig6_{key}_{ds}", "Fig. 6", statement, metric, ours[key], op, threshold, scale, reason=reason,
@@ -218,7 +216,7 @@ def claims_8(inputs: dict, cfg: dict) -> list[Claim]:
     claims: list[Claim] = []
     for ds in datasets:
         lr_best = min(lrs, key=lambda lr: best[(ds, lr)])
-        ours, base = _fig8_measures(df, c, ds, n_layer, lrs, lr_best), _fig8_measures(df, frozen_at_init(c), ds, n_layer, lrs, lr_best)
+        ours, base = _fig8_measures(df, c, ds, n_layer, lrs, lr_best), _fig8_measures(df, frozen_curves(c), ds, n_layer, lrs, lr_best)
 
         def claim(key, statement, metric, op, threshold, reason):
             return check(PAPER, f"fig8_{key}_{ds}", "Fig. 8", statement, metric, ours[key], op, threshold, scale, reason=reason,

@@ -15,7 +15,7 @@ import pandas as pd
 import seaborn as sns
 from scipy.stats import spearmanr
 
-from featlearn.claims import NAN, Claim, check
+from featlearn.claims import NAN, UNTRAINED, Claim, check, frozen_at_init
 from featlearn.plotting import set_style
 from featlearn.scan_snap.data import N_COMMON, N_DISTINCT, SequenceClasses
 from featlearn.scan_snap.experiments import LAYOUTS
@@ -27,18 +27,9 @@ def _claim(cid, fig, statement, metric, measured, op, threshold, scale, **kw) ->
     return check(PAPER, cid, fig, statement, metric, measured, op, threshold, scale, **kw)
 
 
-UNTRAINED = "untrained network"
 # Reasons shared by several claims
 SIGN_REASON = "a sign the paper states, read on seed means (no margin: the sign alone is the statement)"
 SEED_MEAN = "mean over seeds"
-
-
-def frozen_at_init(table: pd.DataFrame, keys: list[str], values: list[str]) -> pd.DataFrame:
-    """The untrained-network baseline of a training history: every step carries the step-0 values of
-    ``values`` (per ``keys``), as if nothing had been learned, so a claim measured on it the same way
-    shows what the untrained network scores."""
-    init = table.loc[table["step"] == 0, keys + values]
-    return table.drop(columns=values).merge(init, on=keys, how="left")[table.columns]
 
 
 # ----------------------------------------------------------------------------------------------- generator
