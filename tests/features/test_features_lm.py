@@ -13,6 +13,7 @@ import torch
 from featlearn.features import lm as L
 from featlearn.features.gpt import GPT, GPTConfig, parameter_count
 from featlearn.compute import Context
+from claimtest import assert_fails, assert_passes
 from featlearn.features.lm_figures import claims_5, cooccurrence_claims, display_token, draw_5, read_tables, token_gaps
 from featlearn.figure import write_outputs
 from featlearn.io import write_csv
@@ -209,9 +210,11 @@ def planted(n_tokens: int, n_separated: int, k: int = 3, dataset: str = "ptb") -
 def test_claim_passes_at_18_of_20_and_fails_at_17():
     assert token_gaps(planted(20, 18))["unigram_top_higher"].sum() == 0  # frequency alone would not separate
     (ok,) = cooccurrence_claims(planted(20, 18), "Fig. 7", "test")
-    assert ok.passed and ok.measured == 18 and ok.target == ">= 18" and ok.claim_id == "9_ptb"
+    assert_passes("features", [ok], "9_ptb")
+    assert ok.measured == 18 and ok.target == ">= 18"
     (bad,) = cooccurrence_claims(planted(20, 17), "Fig. 7", "test")
-    assert not bad.passed and bad.measured == 17
+    assert_fails("features", [bad], "9_ptb")
+    assert bad.measured == 17
     assert ok.baseline_measured == 0 and ok.verdict == "reproduced"
 
 

@@ -7,21 +7,27 @@ named: ``<job>_{scores,metrics,summary}`` (a training job's tables), ``extracted
 units), ``theory_{curves,scores}`` (linear NTK flow), ``stats_<dataset>`` (prepared dataset statistics).
 
 Token label scores are read at the last epoch; a claim's measured value is the mean over the job's seeds
-of the per-seed quantity. Bias index beta = (mean_pos + mean_neg) / (mean_pos - mean_neg) over the
-extracted tokens' scores.
+of the per-seed quantity, with its standard deviation over seeds. Bias index beta = (mean_pos + mean_neg) /
+(mean_pos - mean_neg) over the extracted tokens' scores.
+
+Every claim about a trained network is measured a second time on the untrained network (the same tables at
+epoch 0, :meth:`Inputs.untrained`): that is its baseline. A threshold's reason is marked [P] where the paper
+prints the number and [project] where this project reads a qualitative statement of the paper as a number.
 """
 
 from __future__ import annotations
 
+import copy
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from featlearn.claims import Claim, check
+from featlearn.claims import NAN, UNTRAINED, Claim, check, unchecked
 from featlearn.features.theory import bias_index, loss_matched_index
 from featlearn.figure import Table
 from featlearn.plotting import set_style
@@ -74,7 +80,8 @@ def read_table(path: str) -> pd.DataFrame:
 
 
 class Inputs:
-    """The figure's input tables, by their names (see the module docstring)."""
+    """The figure's input tables, by their names (see the module docstring). :meth:`untrained` gives the same
+    tables as the untrained network would: the baseline of every claim about a trained network."""
 
     PREFIXES = ("extracted", "theory", "stats")
     TABLES = ("scores", "metrics", "summary")
@@ -94,13 +101,32 @@ class Inputs:
             else:
                 raise ValueError(f"unrecognised input table {name}: {p}")
         self._cache: dict[tuple[str, str], pd.DataFrame] = {}
+        self.trained = self  # the trained network's tables, also from the untrained view
+
+    def untrained(self) -> Inputs:
+        """The tables at initialisation: every training job's scores and metrics at its first logged epoch (0,
+        before any update) only, and its summary accuracies read at that epoch. Units, theory and dataset
+        statistics are unchanged."""
+        view = copy.copy(self)
+        view._cache = {}
+        view._at_init = True
+        return view
+
+    _at_init = False
 
     def job(self, name: str, table: str = "scores") -> pd.DataFrame:
         key = (name, table)
         if key not in self._cache:
             if name not in self.jobs or table not in self.jobs[name]:
                 raise ValueError(f"missing input: the {table} table of training job {name}")
-            self._cache[key] = read_table(self.jobs[name][table])
+            if not self._at_init:
+                df = read_table(self.jobs[name][table])
+            elif table == "summary":
+                df = summary_at_init(self.trained.job(name, "summary"), self.job(name, "metrics"))
+            else:
+                df = read_table(self.jobs[name][table])
+                df = df[df["epoch"] == df["epoch"].min()]
+            self._cache[key] = df
         return self._cache[key]
 
     def units(self, dataset: str, kind: str | None = None) -> pd.DataFrame:
@@ -124,16 +150,26 @@ def select(df: pd.DataFrame, activation: str | None = None, sigma_v: float | Non
     return df
 
 
+def summary_at_init(summary: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
+    """A summary table (one row per run) whose accuracies are those of the first logged epoch in ``metrics``."""
+    acc = metrics[metrics["metric"] == "accuracy"].pivot_table(index="run", columns="split", values="value", aggfunc="first")
+    out = summary.copy()
+    out["best_epoch"] = int(metrics["epoch"].min())
+    for split in ("dev", "test"):
+        out[f"{split}_accuracy"] = out["run"].map(acc[split]) if split in acc else NAN
+    return out
+
+
 def with_polarity(df: pd.DataFrame, units: pd.DataFrame) -> pd.DataFrame:
     cols = [c for c in ("unit", "polarity", "log_odds", "cls") if c in units.columns]
     return df.merge(units[cols].drop_duplicates("unit"), on="unit", how="inner")
 
 
 # ------------------------------------------------------------------------------------------ metrics
-def token_stats(df: pd.DataFrame) -> dict[str, float]:
-    """Per-seed statistics of final token scores (``score``, ``polarity``, ``log_odds``), averaged over seeds."""
-    rows = []
-    for _, g in df.groupby("seed"):
+def seed_stats(df: pd.DataFrame) -> pd.DataFrame:
+    """Per seed (the index), statistics of final token scores (``score``, ``polarity``, ``log_odds``)."""
+    rows = {}
+    for seed, g in df.groupby("seed"):
         s, p = g["score"].to_numpy(), g["polarity"].to_numpy()
         pos, neg = s[p > 0], s[p < 0]
         rec = {
@@ -143,26 +179,94 @@ def token_stats(df: pd.DataFrame) -> dict[str, float]:
         }
         if "log_odds" in g:
             rec["spearman"] = spearmanr(s, g["log_odds"].to_numpy()).statistic
-        rows.append(rec)
-    return pd.DataFrame(rows).mean().to_dict() if rows else {}
+        rows[seed] = rec
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def polarity_claims(df: pd.DataFrame, cid: str, figure: str, label: str, scale: str) -> list[Claim]:
+def token_stats(df: pd.DataFrame) -> dict[str, float]:
+    """:func:`seed_stats` averaged over seeds."""
+    return seed_stats(df).mean().to_dict() if len(df) else {}
+
+
+def over_seeds(values) -> dict:
+    """A claim's measurement from its per-seed values: their mean (``value``), standard deviation (``spread``)
+    and number (``seeds``)."""
+    v = np.asarray(values, dtype=float).ravel()
+    return {"value": float(v.mean()) if len(v) else NAN, "spread": float(v.std(ddof=1)) if len(v) > 1 else NAN,
+            "seeds": len(v)}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A claim as a figure measures it, before its verdict: the paper's statement, the measurement (mean over
+    seeds, spread, seeds), the comparison and the reason for its threshold. ``baseline``: measure it again on
+    the untrained network (claims about a trained network); a claim the theory or the data decide has none."""
+
+    claim_id: str
+    statement: str
+    metric: str
+    value: float
+    op: str
+    threshold: float
+    reason: str
+    spread: float = NAN
+    seeds: int = 1
+    kind: str = "paper"
+    within: float | None = None
+    paper_value: str = ""
+    baseline: bool = True
+    unchecked: str = ""  # why this run cannot decide the claim (nothing measured)
+
+
+def verdicts(tables: Mapping[str, str], cfg: dict, figure: str, measure: Callable[[Inputs, dict], list[Measured]]) -> list[Claim]:
+    """The figure's claims: ``measure`` on the trained tables, and again on the untrained network's as the
+    baseline of each claim that has one."""
+    inputs = Inputs(tables)
+    ours = measure(inputs, cfg)
+    base = {}
+    if any(m.baseline and not m.unchecked for m in ours):
+        base = {m.claim_id: m.value for m in measure(inputs.untrained(), cfg)}
+    claims = []
+    for m in ours:
+        if m.unchecked:
+            claims.append(unchecked(PAPER, m.claim_id, figure, m.statement, m.unchecked, cfg["scale"], kind=m.kind,
+                                    paper_value=m.paper_value))
+            continue
+        claims.append(check(PAPER, m.claim_id, figure, m.statement, m.metric, m.value, m.op, m.threshold, cfg["scale"],
+                            within=m.within, kind=m.kind, reason=m.reason, paper_value=m.paper_value, spread=m.spread,
+                            seeds=m.seeds, baseline=(UNTRAINED, base[m.claim_id]) if m.baseline else None))
+    return claims
+
+
+# Reasons of thresholds shared by several claims
+SIGN_REASON = "[project] the sign of a mean over the extracted units, no margin"
+MOST_REASON = ("[project] the paper: the tokens' label scores become 'significantly positive or negative' with their label "
+               "(Sec. 4.1); read as at least 80% of each group, the paper prints no number")
+RHO_REASON = ("[project] the paper: label scores follow the tokens' co-occurrence with the label; read as a rank correlation "
+              "above 0.5 with the training log-odds, the paper prints no number")
+SHIFT_REASON = ("[project] the paper: a smaller final-layer variance 'can lead to a large feature bias' (Sec. 5, Figs. 2d, e); "
+                "read as beta rising by at least 0.2 (beta lies in [-1, 1])")
+
+
+def polarity_claims(df: pd.DataFrame, cid: str, label: str) -> list[Measured]:
     """Claim 2 for one model: mean_pos > 0 > mean_neg, >= 80% of each group with its sign, Spearman > 0.5."""
-    st = token_stats(df)
+    st = seed_stats(df)
     return [
-        check(PAPER, f"{cid}-means", figure, f"{label}: mean positive-token score > 0 > mean negative-token score",
-              "min(mean_pos, -mean_neg)", min(st["mean_pos"], -st["mean_neg"]), ">", 0, scale),
-        check(PAPER, f"{cid}-signs", figure, f"{label}: at least 80% of positive and of negative tokens have their sign",
-              "min(frac_pos > 0, frac_neg < 0)", min(st["frac_pos"], st["frac_neg"]), ">=", 0.8, scale),
-        check(PAPER, f"{cid}-spearman", figure, f"{label}: Spearman(final score, log-odds) > 0.5",
-              "Spearman rho", st["spearman"], ">", 0.5, scale),
+        Measured(f"{cid}-means", f"{label}: mean positive-token score > 0 > mean negative-token score",
+                 "min(mean_pos, -mean_neg)", **over_seeds(np.minimum(st["mean_pos"], -st["mean_neg"])), op=">",
+                 threshold=0, reason=SIGN_REASON),
+        Measured(f"{cid}-signs", f"{label}: at least 80% of positive and of negative tokens have their sign",
+                 "min(frac_pos > 0, frac_neg < 0)", **over_seeds(np.minimum(st["frac_pos"], st["frac_neg"])), op=">=",
+                 threshold=0.8, reason=MOST_REASON),
+        Measured(f"{cid}-spearman", f"{label}: Spearman(final score, log-odds) > 0.5",
+                 "Spearman rho", **over_seeds(st["spearman"]), op=">", threshold=0.5, reason=RHO_REASON),
     ]
 
 
-def beta_of(inputs: Inputs, job: str, dataset: str, activation: str, sigma_v: float) -> float:
+def betas(inputs: Inputs, job: str, dataset: str, activation: str, sigma_v: float) -> pd.Series:
+    """Per seed, the bias index of the final token scores."""
     df = with_polarity(select(final(inputs.job(job)), activation, sigma_v), inputs.units(dataset, "token"))
-    return token_stats(df)["beta"]
+    return seed_stats(df)["beta"]
 
 
 # ------------------------------------------------------------------------------------------ drawing
@@ -265,55 +369,70 @@ def draw_2(tables: Mapping[str, str], cfg: dict):
 
 def claims_2(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
     """Claims 2, 3 and 10 on SST."""
-    inputs, sv, scale = Inputs(tables), cfg["sigma_v"], cfg["scale"]
+    return verdicts(tables, cfg, "2", measure_2)
+
+
+def measure_2(inputs: Inputs, cfg: dict) -> list[Measured]:
+    sv = cfg["sigma_v"]
     units = inputs.units("sst", "token")
-    claims = []
+    out = []
     for job, model in (("sst_mlp", "MLP (ReLU)"), ("sst_cnn", "CNN"), ("sst_sa", "SA")):
         df = with_polarity(select(final(inputs.job(job)), "relu", sv[0]), units)
-        claims += polarity_claims(df, f"2-sst-{job[4:]}", "2", f"SST, {model}, sigma_v={sv[0]:g}", scale)
+        out += polarity_claims(df, f"2-sst-{job[4:]}", f"SST, {model}, sigma_v={sv[0]:g}")
     lo, hi = sv[0], sv[1]
+    bias_reason = ("[project] the paper: the bias renders 'negative tokens less significant than positive ones' (Sec. 5); "
+                   "read as beta >= 0.3, positive scores about 1.9x the negative ones in size")
     for job, name in (("sst_mlp", "MLP-ReLU"), ("sst_cnn", "CNN")):
-        b_hi, b_lo = beta_of(inputs, job, "sst", "relu", hi), beta_of(inputs, job, "sst", "relu", lo)
-        claims += [
-            check(PAPER, f"3-{job[4:]}-shift", "2", f"{name}: beta(sigma_v={hi:g}) >= beta(sigma_v={lo:g}) + 0.2",
-                  "beta(II) - beta(I)", b_hi - b_lo, ">=", 0.2, scale),
-            check(PAPER, f"3-{job[4:]}-bias", "2", f"{name}: beta(sigma_v={hi:g}) >= 0.3 (positive tokens dominate)",
-                  "beta(II)", b_hi, ">=", 0.3, scale),
+        b_hi, b_lo = betas(inputs, job, "sst", "relu", hi), betas(inputs, job, "sst", "relu", lo)
+        out += [
+            Measured(f"3-{job[4:]}-shift", f"{name}: beta(sigma_v={hi:g}) >= beta(sigma_v={lo:g}) + 0.2",
+                     "beta(II) - beta(I)", **over_seeds(b_hi - b_lo), op=">=", threshold=0.2, reason=SHIFT_REASON),
+            Measured(f"3-{job[4:]}-bias", f"{name}: beta(sigma_v={hi:g}) >= 0.3 (positive tokens dominate)",
+                     "beta(II)", **over_seeds(b_hi), op=">=", threshold=0.3, reason=bias_reason),
         ]
+    balanced_reason = ("[project] the paper: these are 'more robust than ReLU' (Figs. 2f-h); read as |beta| <= 0.15, the two "
+                       "groups' mean scores within a factor 1.35 in size")
     for job, act, name in (("sst_sa", "relu", "SA"), ("sst_mlp", "tanh", "MLP-tanh"), ("sst_mlp", "gelu", "MLP-GeLU")):
-        b = beta_of(inputs, job, "sst", act, hi)
-        claims.append(check(PAPER, f"3-{name.lower()}-balanced", "2", f"{name}: |beta(sigma_v={hi:g})| <= 0.15",
-                            "|beta(II)|", abs(b), "<=", 0.15, scale))
-    b_samlp, b_sa = beta_of(inputs, "sst_sa_mlp", "sst", "relu", hi), beta_of(inputs, "sst_sa", "sst", "relu", hi)
-    claims.append(check(PAPER, "3-sa-mlp-bias", "2", f"SA+MLP(ReLU): beta >= beta(SA) + 0.2 at sigma_v={hi:g}",
-                        "beta(SA+MLP) - beta(SA)", b_samlp - b_sa, ">=", 0.2, scale))
-    claims += theory_claims(inputs, units, lo, hi, scale)
-    return claims
+        out.append(Measured(f"3-{name.lower()}-balanced", f"{name}: |beta(sigma_v={hi:g})| <= 0.15", "|beta(II)|",
+                            **over_seeds(betas(inputs, job, "sst", act, hi).abs()), op="<=", threshold=0.15,
+                            reason=balanced_reason))
+    b_samlp, b_sa = betas(inputs, "sst_sa_mlp", "sst", "relu", hi), betas(inputs, "sst_sa", "sst", "relu", hi)
+    out.append(Measured("3-sa-mlp-bias", f"SA+MLP(ReLU): beta >= beta(SA) + 0.2 at sigma_v={hi:g}",
+                        "beta(SA+MLP) - beta(SA), same seed", **over_seeds((b_samlp - b_sa).dropna()), op=">=", threshold=0.2,
+                        reason="[project] the paper: an MLP with ReLU after SA 'reintroduces bias' (Fig. 2i); read as beta at "
+                               "least 0.2 above SA's"))
+    return out + theory_claims(inputs, units, lo, hi)
 
 
-def theory_claims(inputs: Inputs, units: pd.DataFrame, lo: float, hi: float, scale: str) -> list[Claim]:
+def theory_claims(inputs: Inputs, units: pd.DataFrame, lo: float, hi: float) -> list[Measured]:
     """Claim 10: the flow's predicted token scores (at the flow time whose training loss matches the trained
-    network's last epoch) agree in sign with the trained scores; the flow's beta grows as sigma_v shrinks."""
-    claims = []
+    network's last epoch) agree in sign with the network's; the flow's beta grows as sigma_v shrinks. The flow
+    is always matched to the trained network (``inputs.trained``); on the untrained view the signs are compared
+    with the untrained network's scores."""
+    trained = inputs.trained
+    out = []
     for job, act, flow, name in (("sst_mlp", "relu", "mlp-relu", "MLP-ReLU"), ("sst_sa", "relu", "sa", "SA")):
-        loss = train_loss_of(inputs.job(job, "metrics"), act, lo)
-        _, predicted = flow_at_epochs(inputs, flow, lo, loss)
+        loss = train_loss_of(trained.job(job, "metrics"), act, lo)
+        _, predicted = flow_at_epochs(trained, flow, lo, loss)
         predicted = predicted[predicted["epoch"] == predicted["epoch"].max()]
-        trained = select(final(inputs.job(job)), act, lo).groupby("unit")["score"].mean().rename("trained")
-        both = predicted.set_index("unit")["score"].to_frame("flow").join(trained, how="inner")
-        agree = float((np.sign(both["flow"]) == np.sign(both["trained"])).mean())
-        claims.append(check(PAPER, f"10-{flow}-signs", "2", f"{name}, sigma_v={lo:g}: the NTK flow's token scores "
-                            "agree in sign with the trained network's on >= 90% of extracted tokens",
-                            "sign agreement", agree, ">=", 0.9, scale))
-    betas = {}
+        net = select(final(inputs.job(job)), act, lo).groupby("unit")["score"].mean().rename("network")
+        both = predicted.set_index("unit")["score"].to_frame("flow").join(net, how="inner")
+        agree = float((np.sign(both["flow"]) == np.sign(both["network"])).mean())
+        out.append(Measured(f"10-{flow}-signs", f"{name}, sigma_v={lo:g}: the NTK flow's token scores agree in sign with "
+                            "the trained network's on >= 90% of extracted tokens", "sign agreement", agree, ">=", 0.9,
+                            "[project] the paper compares the flow's and the network's curves by eye (Sec. 5); read as 90% "
+                            "of tokens with the same sign", kind="paper-theory"))
+    flow_betas = {}
     for sv in (lo, hi):
-        loss = train_loss_of(inputs.job("sst_mlp", "metrics"), "relu", sv)
-        _, predicted = flow_at_epochs(inputs, "mlp-relu", sv, loss)
+        loss = train_loss_of(trained.job("sst_mlp", "metrics"), "relu", sv)
+        _, predicted = flow_at_epochs(trained, "mlp-relu", sv, loss)
         pred = with_polarity(predicted[predicted["epoch"] == predicted["epoch"].max()], units)
-        betas[sv] = bias_index(pred["score"], pred["polarity"])
-    claims.append(check(PAPER, "10-flow-bias", "2", f"MLP-ReLU NTK flow: beta(sigma_v={hi:g}) > beta(sigma_v={lo:g})",
-                        "flow beta(II) - beta(I)", betas[hi] - betas[lo], ">", 0, scale))
-    return claims
+        flow_betas[sv] = bias_index(pred["score"], pred["polarity"])
+    out.append(Measured("10-flow-bias", f"MLP-ReLU NTK flow: beta(sigma_v={hi:g}) > beta(sigma_v={lo:g})",
+                        "flow beta(II) - beta(I)", flow_betas[hi] - flow_betas[lo], ">", 0,
+                        "[project] the sign of the difference: the theory says a large sigma_v reduces the bias (App. "
+                        "A.1.3)", kind="paper-theory", baseline=False))
+    return out
 
 
 # Figs. 10 (SiLU) and 11 (Adam): (job, activation, label)
@@ -336,20 +455,26 @@ def _draw_pairs(tables: Mapping[str, str], cfg: dict, figure: str):
 
 
 def _pairs_claims(tables: Mapping[str, str], cfg: dict, figure: str) -> list[Claim]:
-    inputs, sv, scale = Inputs(tables), cfg["sigma_v"], cfg["scale"]
+    return verdicts(tables, cfg, figure, lambda inputs, cfg: _measure_pairs(inputs, cfg, figure))
+
+
+def _measure_pairs(inputs: Inputs, cfg: dict, figure: str) -> list[Measured]:
+    sv = cfg["sigma_v"]
     units = inputs.units("sst", "token")
     job, act, what = PAIRS[figure]
     lo, hi = sv[0], sv[1]
     df = with_polarity(select(final(inputs.job(job)), act, lo), units)
-    claims = polarity_claims(df, f"{figure}-sst-{act}", figure, f"SST, {what}, sigma_v={lo:g}", scale)
-    b_hi, b_lo = beta_of(inputs, job, "sst", act, hi), beta_of(inputs, job, "sst", act, lo)
+    out = polarity_claims(df, f"{figure}-sst-{act}", f"SST, {what}, sigma_v={lo:g}")
+    b_hi, b_lo = betas(inputs, job, "sst", act, hi), betas(inputs, job, "sst", act, lo)
     if figure == "10":
-        claims.append(check(PAPER, "3-mlp-silu-balanced", "10", f"MLP-SiLU: |beta(sigma_v={hi:g})| <= 0.15",
-                            "|beta(II)|", abs(b_hi), "<=", 0.15, scale))
+        out.append(Measured("3-mlp-silu-balanced", f"MLP-SiLU: |beta(sigma_v={hi:g})| <= 0.15", "|beta(II)|",
+                            **over_seeds(b_hi.abs()), op="<=", threshold=0.15,
+                            reason="[project] the paper: 'SiLU can also prevent an induced bias' (App. C, Fig. 10); read "
+                                   "as |beta| <= 0.15"))
     else:
-        claims.append(check(PAPER, "11-adam-shift", "11", f"Adam, MLP-ReLU: beta(sigma_v={hi:g}) >= beta(sigma_v={lo:g}) + 0.2",
-                            "beta(II) - beta(I)", b_hi - b_lo, ">=", 0.2, scale))
-    return claims
+        out.append(Measured("11-adam-shift", f"Adam, MLP-ReLU: beta(sigma_v={hi:g}) >= beta(sigma_v={lo:g}) + 0.2",
+                            "beta(II) - beta(I)", **over_seeds(b_hi - b_lo), op=">=", threshold=0.2, reason=SHIFT_REASON))
+    return out
 
 
 def draw_10(tables: Mapping[str, str], cfg: dict):
@@ -387,13 +512,14 @@ def draw_13(tables: Mapping[str, str], cfg: dict):
 
 def claims_13(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
     """Claim 2 on IMDB (MLP-ReLU, CNN, SA at setting I)."""
-    inputs, sv = Inputs(tables), cfg["sigma_v"]
-    units = inputs.units("imdb", "token")
-    claims = []
-    for job, model in (("imdb_mlp", "MLP (ReLU)"), ("imdb_cnn", "CNN"), ("imdb_sa", "SA")):
-        df = with_polarity(select(final(inputs.job(job)), "relu", sv[0]), units)
-        claims += polarity_claims(df, f"2-imdb-{job[5:]}", "13", f"IMDB, {model}, sigma_v={sv[0]:g}", cfg["scale"])
-    return claims
+    def measure(inputs: Inputs, cfg: dict) -> list[Measured]:
+        units, out = inputs.units("imdb", "token"), []
+        for job, model in (("imdb_mlp", "MLP (ReLU)"), ("imdb_cnn", "CNN"), ("imdb_sa", "SA")):
+            df = with_polarity(select(final(inputs.job(job)), "relu", cfg["sigma_v"][0]), units)
+            out += polarity_claims(df, f"2-imdb-{job[5:]}", f"IMDB, {model}, sigma_v={cfg['sigma_v'][0]:g}")
+        return out
+
+    return verdicts(tables, cfg, "13", measure)
 
 
 def _mv_bigrams(inputs: Inputs) -> pd.DataFrame:
@@ -422,17 +548,24 @@ def draw_3(tables: Mapping[str, str], cfg: dict):
 
 def claims_3(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
     """Claim 5: MV bigram scores have the bigrams' signs; MV is more accurate on SSTwsub than on SST."""
-    inputs, scale = Inputs(tables), cfg["scale"]
-    st = token_stats(_mv_bigrams(inputs).assign(log_odds=0.0))
-    acc_sub = inputs.job("sstwsub_mv", "summary")["test_accuracy"].mean()
-    acc_sst = inputs.job("sst_mv", "summary")["test_accuracy"].mean()
+    return verdicts(tables, cfg, "3", measure_3)
+
+
+def measure_3(inputs: Inputs, cfg: dict) -> list[Measured]:
+    st = seed_stats(_mv_bigrams(inputs).drop(columns="log_odds", errors="ignore"))
+    acc_sub = inputs.job("sstwsub_mv", "summary")["test_accuracy"]
+    acc_sst = inputs.job("sst_mv", "summary")["test_accuracy"]
+    most = ("[project] the paper: MV captures the bigrams' polarity (Sec. 5, Fig. 3); read as at least 75% of each "
+            "group with its sign")
     return [
-        check(PAPER, "5-mv-pos-bigrams", "3", "MV, SSTwsub: at least 75% of positive bigrams score > 0",
-              "frac_pos > 0", st["frac_pos"], ">=", 0.75, scale),
-        check(PAPER, "5-mv-neg-bigrams", "3", "MV, SSTwsub: at least 75% of negative bigrams score < 0",
-              "frac_neg < 0", st["frac_neg"], ">=", 0.75, scale),
-        check(PAPER, "5-mv-sstwsub-accuracy", "3", "MV: test accuracy on SSTwsub exceeds that on SST",
-              "test acc(SSTwsub) - test acc(SST)", acc_sub - acc_sst, ">", 0, scale),
+        Measured("5-mv-pos-bigrams", "MV, SSTwsub: at least 75% of positive bigrams score > 0", "frac_pos > 0",
+                 **over_seeds(st["frac_pos"]), op=">=", threshold=0.75, reason=most),
+        Measured("5-mv-neg-bigrams", "MV, SSTwsub: at least 75% of negative bigrams score < 0", "frac_neg < 0",
+                 **over_seeds(st["frac_neg"]), op=">=", threshold=0.75, reason=most),
+        Measured("5-mv-sstwsub-accuracy", "MV: test accuracy on SSTwsub exceeds that on SST",
+                 "test acc(SSTwsub) - test acc(SST), seed means", acc_sub.mean() - acc_sst.mean(), ">", 0,
+                 "[P] Table 5: MV test accuracy 81.3 on SSTwsub, 77.8 on SST; the sign of the difference",
+                 seeds=min(len(acc_sub), len(acc_sst)), paper_value="+0.035"),
     ]
 
 
@@ -463,16 +596,25 @@ def draw_4(tables: Mapping[str, str], cfg: dict):
 
 def claims_4(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
     """Claim 6: for every AG News class, the class's own output scores its tokens highest."""
-    df, n_classes = _agnews_scores(Inputs(tables))
-    means = df.groupby(["cls", "out"])["score"].mean().unstack()
-    hits = int(sum(int(means.loc[c].idxmax()) == c for c in means.index))
-    return [check(PAPER, "6-agnews-sa", "4", "SA, Agnews: for every class c, output c has the highest mean score "
-                  "over class-c tokens", "classes whose own output is highest", hits, ">=", n_classes, cfg["scale"])]
+    def measure(inputs: Inputs, cfg: dict) -> list[Measured]:
+        df, n_classes = _agnews_scores(inputs)
+        means = df.groupby(["cls", "out"])["score"].mean().unstack()
+        hits = int(sum(int(means.loc[c].idxmax()) == c for c in means.index))
+        return [Measured("6-agnews-sa", "SA, Agnews: for every class c, output c has the highest mean score over "
+                         "class-c tokens", "classes whose own output is highest", hits, ">=", n_classes,
+                         "[project] Fig. 4 shows each class's own output highest: every class must hold",
+                         seeds=df["seed"].nunique())]
+
+    return verdicts(tables, cfg, "4", measure)
 
 
-def _negation(inputs: Inputs, job: str) -> tuple[pd.DataFrame, pd.DataFrame, float]:
-    """(adjectives with their final scores s(adj), s(not adj), mean over seeds), phrase scores, s("not")."""
-    scores = final(inputs.job(job), "phrase").groupby("unit")["score"].mean()
+def _negation(inputs: Inputs, job: str, seed: int | None = None) -> tuple[pd.DataFrame, pd.Series, float]:
+    """(adjectives with their final scores s(adj), s(not adj), phrase scores, s("not")): one seed's, or (None)
+    the mean over seeds."""
+    scores = final(inputs.job(job), "phrase")
+    if seed is not None:
+        scores = scores[scores["seed"] == seed]
+    scores = scores.groupby("unit")["score"].mean()
     adj = inputs.units("sstwsub", "adjective")
     adj = adj[adj["unit"].isin(scores.index) & adj["unit"].map(lambda u: f"not {u}" in scores.index)]
     adj = adj.assign(s_adj=adj["unit"].map(scores), s_not=adj["unit"].map(lambda u: scores[f"not {u}"]))
@@ -514,25 +656,33 @@ def _draw_negation_figure(tables: Mapping[str, str], cfg: dict, figure: str):
 
 def _negation_claims(tables: Mapping[str, str], cfg: dict, figure: str) -> list[Claim]:
     """Claim 7: "not" lowers positive adjectives' scores; it raises negative ones' only in MV."""
-    inputs, scale = Inputs(tables), cfg["scale"]
-    results = {name: _negation(inputs, job) for job, name in NEGATION_JOBS[figure]}
-    claims = []
-    for name, (adj, _, s_not) in results.items():
-        pos, neg = adj[adj["polarity"] > 0], adj[adj["polarity"] < 0]
-        d_pos = float((pos["s_not"] - pos["s_adj"]).mean())
-        d_neg = float((neg["s_not"] - neg["s_adj"]).mean())
+    return verdicts(tables, cfg, figure, lambda inputs, cfg: _measure_negation(inputs, figure))
+
+
+def _measure_negation(inputs: Inputs, figure: str) -> list[Measured]:
+    out = []
+    for job, name in NEGATION_JOBS[figure]:
+        per_seed = []
+        for seed in sorted(final(inputs.job(job), "phrase")["seed"].unique()):
+            adj, _, s_not = _negation(inputs, job, seed)
+            pos, neg = adj[adj["polarity"] > 0], adj[adj["polarity"] < 0]
+            per_seed.append(((pos["s_not"] - pos["s_adj"]).mean(), (neg["s_not"] - neg["s_adj"]).mean(), s_not))
+        d_pos, d_neg, s_not = (np.array(v, dtype=float) for v in zip(*per_seed))
         key = name.lower()
-        claims.append(check(PAPER, f"7-{key}-not-pos", figure, f"{name}: mean s(not + pos adj) < mean s(pos adj)",
-                            "mean s(not adj) - s(adj), pos", d_pos, "<", 0, scale))
+        out.append(Measured(f"7-{key}-not-pos", f"{name}: mean s(not + pos adj) < mean s(pos adj)",
+                            "mean s(not adj) - s(adj), pos", **over_seeds(d_pos), op="<", threshold=0, reason=SIGN_REASON))
         if name == "MV":
-            claims.append(check(PAPER, "7-mv-not-neg", figure, "MV: mean s(not + neg adj) > mean s(neg adj) (negation reversed)",
-                                "mean s(not adj) - s(adj), neg", d_neg, ">", 0, scale))
+            out.append(Measured("7-mv-not-neg", "MV: mean s(not + neg adj) > mean s(neg adj) (negation reversed)",
+                                "mean s(not adj) - s(adj), neg", **over_seeds(d_neg), op=">", threshold=0,
+                                reason=SIGN_REASON))
         else:
-            claims.append(check(PAPER, f"7-{key}-not-neg", figure, f"{name}: mean s(not + neg adj) <= mean s(neg adj) "
-                                "(negation not reversed)", "mean s(not adj) - s(adj), neg", d_neg, "<=", 0, scale))
+            out.append(Measured(f"7-{key}-not-neg", f"{name}: mean s(not + neg adj) <= mean s(neg adj) (negation not "
+                                "reversed)", "mean s(not adj) - s(adj), neg", **over_seeds(d_neg), op="<=", threshold=0,
+                                reason=SIGN_REASON))
         if name == "SA":
-            claims.append(check(PAPER, "7-sa-not", figure, 'SA: s("not") < 0', 's("not")', s_not, "<", 0, scale))
-    return claims
+            out.append(Measured("7-sa-not", 'SA: s("not") < 0', 's("not")', **over_seeds(s_not), op="<", threshold=0,
+                                reason='[project] the sign of one score (the paper: "not" gets a negative score, Sec. 5)'))
+    return out
 
 
 def draw_6(tables: Mapping[str, str], cfg: dict):
@@ -582,11 +732,15 @@ def draw_9(tables: Mapping[str, str], cfg: dict):
 
 
 def claims_9(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
-    """Claim 7 on the negation phrases."""
-    diff, _ = _phrase_differences(Inputs(tables))
-    return [check(PAPER, "7-fig9-differences", "9", "SA: s(sub-phrase) - s(phrase) > 0 for at least 95% of the "
-                  "negation phrases", "fraction > 0", float((diff > 0).mean()) if len(diff) else float("nan"),
-                  ">=", 0.95, cfg["scale"])]
+    """Claim 7 on the negation phrases (scores averaged over seeds)."""
+    def measure(inputs: Inputs, cfg: dict) -> list[Measured]:
+        diff, _ = _phrase_differences(inputs)
+        return [Measured("7-fig9-differences", "SA: s(sub-phrase) - s(phrase) > 0 for at least 95% of the negation phrases",
+                         "fraction > 0", float((diff > 0).mean()) if len(diff) else NAN, ">=", 0.95,
+                         "[P] App. C.2: the differences 'are all positive' (65 phrases); 95% allows for this project's "
+                         "phrase set, which differs from the paper's (Table 6)", paper_value="65 of 65")]
+
+    return verdicts(tables, cfg, "9", measure)
 
 
 def _position_scores(inputs: Inputs) -> pd.DataFrame:
@@ -611,22 +765,29 @@ def draw_12(tables: Mapping[str, str], cfg: dict):
 def claims_12(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
     """Claim 8: the markers' scores separate by class at k = the markers' distance from the end
     (``cfg["distance"]``), at least 3x more than at the other ``cfg["ks"]``."""
-    scores, scale, d = _position_scores(Inputs(tables)), cfg["scale"], cfg["distance"]
+    return verdicts(tables, cfg, "12", measure_12)
+
+
+def measure_12(inputs: Inputs, cfg: dict) -> list[Measured]:
+    scores, d = _position_scores(inputs), cfg["distance"]
     last = scores[scores["epoch"] == scores["epoch"].max()]
+    seeds = last["seed"].nunique()
     sep = {}
     for k in sorted(scores["k"].unique()):
         st = token_stats(last[last["k"] == k])
         sep[k] = (st["mean_pos"] - st["mean_neg"], min(st["mean_pos"], -st["mean_neg"]))
-    claims = []
+    out = []
     if d in sep:
-        claims.append(check(PAPER, f"8-lrnn-k{d}-signs", "12", f"L-RNN: at k={d} mean pos marker score > 0 > mean neg",
-                            f"min(mean_pos, -mean_neg) at k={d}", sep[d][1], ">", 0, scale))
+        out.append(Measured(f"8-lrnn-k{d}-signs", f"L-RNN: at k={d} mean pos marker score > 0 > mean neg",
+                            f"min(mean_pos, -mean_neg) at k={d}, seed means", sep[d][1], ">", 0, SIGN_REASON, seeds=seeds))
         for k in cfg["ks"]:
             if k != d and k in sep:
                 ratio = sep[d][0] / abs(sep[k][0]) if sep[k][0] != 0 else float("inf")
-                claims.append(check(PAPER, f"8-lrnn-k{d}-vs-k{k}", "12", f"L-RNN: separation (mean_pos - mean_neg) at "
-                                    f"k={d} is at least 3x that at k={k}", f"sep({d}) / |sep({k})|", ratio, ">=", 3, scale))
-    return claims
+                out.append(Measured(f"8-lrnn-k{d}-vs-k{k}", f"L-RNN: separation (mean_pos - mean_neg) at k={d} is at least "
+                                    f"3x that at k={k}", f"sep({d}) / |sep({k})|, seed means", ratio, ">=", 3,
+                                    f"[project] the paper: the markers' scores separate at their own distance k = {d} "
+                                    "(App. C, Fig. 12); read as 3x the separation at other k", seeds=seeds))
+    return out
 
 
 # ------------------------------------------------------------------------------------------ tables
@@ -688,22 +849,27 @@ def draw_table6(tables: Mapping[str, str], cfg: dict) -> Table:
 
 
 def claims_table6(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
-    """Claim 1: split sizes (Table 2) and the SST token counts of Table 6."""
-    inputs, scale = Inputs(tables), cfg["scale"]
-    claims = []
-    for (dataset, split), n in PAPER_SPLITS.items():
-        if dataset in inputs.stats:
-            stats = json.loads(Path(inputs.stats[dataset]).read_text())
-            claims.append(check(PAPER, f"1-{dataset}-{split}-size", "table6", f"{DATASET_LABELS[dataset]} {split} "
-                                f"split has {n:,} instances (Table 2)", "instances", stats["splits"][split]["n"],
-                                "==", n, scale))
-    if "sst" in inputs.extracted:
-        units = inputs.units("sst", "token")
-        for cls, n in PAPER_TABLE6[("sst", "token")].items():
-            sign = "pos" if cls == 1 else "neg"
-            claims.append(check(PAPER, f"1-sst-{sign}-tokens", "table6", f"SST: extracted {sign} tokens within 5 of {n}",
-                                "extracted tokens", int((units["cls"] == cls).sum()), "==", n, scale, within=5))
-    return claims
+    """Claim 1: split sizes (Table 2) and the SST token counts of Table 6: checks that this project's data and
+    extraction are the paper's (sanity: nothing is trained)."""
+    def measure(inputs: Inputs, cfg: dict) -> list[Measured]:
+        out = []
+        for (dataset, split), n in PAPER_SPLITS.items():
+            if dataset in inputs.stats:
+                stats = json.loads(Path(inputs.stats[dataset]).read_text())
+                out.append(Measured(f"1-{dataset}-{split}-size", f"{DATASET_LABELS[dataset]} {split} split has {n:,} "
+                                    "instances (Table 2)", "instances", stats["splits"][split]["n"], "==", n,
+                                    "[P] Table 2 prints the count", kind="sanity", paper_value=str(n), baseline=False))
+        if "sst" in inputs.extracted:
+            units = inputs.units("sst", "token")
+            for cls, n in PAPER_TABLE6[("sst", "token")].items():
+                sign = "pos" if cls == 1 else "neg"
+                out.append(Measured(f"1-sst-{sign}-tokens", f"SST: extracted {sign} tokens within 5 of {n}",
+                                    "extracted tokens", int((units["cls"] == cls).sum()), "==", n,
+                                    "[P] Table 6 prints the count; [project] 5 tokens of slack for tokenisation",
+                                    within=5, kind="sanity", paper_value=str(n), baseline=False))
+        return out
+
+    return verdicts(tables, cfg, "table6", measure)
 
 
 def _table3_frame(inputs: Inputs, sv: list[float]) -> pd.DataFrame:
@@ -738,27 +904,63 @@ def draw_table3(tables: Mapping[str, str], cfg: dict) -> Table:
                   order=[f"{a} {s}" for a, s in TABLE3_COLUMNS])
 
 
+def sst_mlp_test_accuracy(inputs: Inputs) -> pd.DataFrame:
+    """SST MLP test accuracy (%) per seed (index) and (activation, sigma_v) (columns)."""
+    s = inputs.job("sst_mlp", "summary")
+    return 100 * s.pivot_table(index="seed", columns=["activation", "sigma_v"], values="test_accuracy", aggfunc="first")
+
+
+# Paper-scale comparisons: below the paper's settings (fewer epochs, subsampled data) the values are not comparable.
+PAPER_SCALE = "paper"
+VALUES_REASON = ("[project] 3 points: about 3 binomial standard deviations of one run's accuracy on SST's 1,821 test "
+                 "sentences at 80%; the paper reports means of 3 trials without a spread")
+
+
+def _paper_values(cid: str, statement: str, table: str, df: pd.DataFrame, scale: str) -> Measured:
+    """A 'within 3 points of the paper's table' claim, checked at the paper's settings only."""
+    both = df.dropna(subset=["paper"])
+    gap = float((both["measured"] - both["paper"]).abs().max())
+    metric = "max |measured - paper|, points"
+    if scale != PAPER_SCALE:
+        return Measured(cid, statement, metric, NAN, "<=", 3, VALUES_REASON, paper_value=f"Table {table}",
+                        unchecked=f"compared at the paper's settings only (config/paper.yaml); at this scale's shorter "
+                                  f"training and subsampled data the largest gap is {gap:.1f} points")
+    return Measured(cid, statement, metric, gap, "<=", 3, VALUES_REASON, seeds=int(both["trials"].min()),
+                    paper_value=f"Table {table}")
+
+
 def claims_table3(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
     """Claim 4: the shape of Table 3 on SST, and closeness to the paper's values."""
-    scale = cfg["scale"]
-    df = _table3_frame(Inputs(tables), cfg["sigma_v"])
-    claims = []
-    sst = df[(df["dataset"] == "SST") & (df["split"] == "test")].set_index(["activation", "setting"])["measured"]
-    if not sst.empty:
-        claims.append(check(PAPER, "4-sst-relu-drop", "table3", "SST, MLP-ReLU: test accuracy drops by >= 5 points "
-                            "from setting I to II", "acc(I) - acc(II), points", sst[("relu", "I")] - sst[("relu", "II")],
-                            ">=", 5, scale))
+    return verdicts(tables, cfg, "table3", measure_table3)
+
+
+def measure_table3(inputs: Inputs, cfg: dict) -> list[Measured]:
+    lo, hi = cfg["sigma_v"]
+    out = []
+    if "sst_mlp" in inputs.jobs:
+        acc = sst_mlp_test_accuracy(inputs)
+
+        def at(act, sv):
+            return acc[(act, min(acc[act].columns, key=lambda x: abs(x - sv)))]
+
+        paper = dict(zip(TABLE3_COLUMNS, PAPER_TABLE3[("sst", "test")]))
+        out.append(Measured("4-sst-relu-drop", "SST, MLP-ReLU: test accuracy drops by >= 5 points from setting I to II",
+                            "acc(I) - acc(II), points", **over_seeds(at("relu", lo) - at("relu", hi)), op=">=", threshold=5,
+                            reason="[P] Table 3: 80.0 (I) vs 67.3 (II), a 12.7-point drop; [project] asks for 5 points",
+                            paper_value=f"{paper[('relu', 'I')] - paper[('relu', 'II')]:.1f}"))
         for act in ("tanh", "gelu", "silu"):
-            if (act, "I") in sst.index:
-                claims.append(check(PAPER, f"4-sst-{act}-stable", "table3", f"SST, MLP-{act}: test accuracy changes by "
-                                    "<= 1.5 points from setting I to II", "|acc(I) - acc(II)|, points",
-                                    abs(sst[(act, "I")] - sst[(act, "II")]), "<=", 1.5, scale))
-    both = df.dropna(subset=["paper"])
-    if not both.empty:
-        claims.append(check(PAPER, "4-table3-values", "table3", "Table 3 accuracies within 3 points of the paper's "
-                            "(paper scale)", "max |measured - paper|, points",
-                            float((both["measured"] - both["paper"]).abs().max()), "<=", 3, scale))
-    return claims
+            if act in acc.columns.get_level_values(0):
+                out.append(Measured(f"4-sst-{act}-stable", f"SST, MLP-{act}: test accuracy changes by <= 1.5 points from "
+                                    "setting I to II", "|acc(I) - acc(II)|, points",
+                                    **over_seeds((at(act, lo) - at(act, hi)).abs()), op="<=", threshold=1.5,
+                                    reason="[P] Table 3: changes of 0.0 (tanh), 0.1 (GeLU), 0.2 (SiLU) points; [project] "
+                                           "1.5 points, about 1.1 binomial standard deviations of the difference of two "
+                                           "runs on 1,821 test sentences",
+                                    paper_value=f"{abs(paper[(act, 'I')] - paper[(act, 'II')]):.1f}"))
+    df = _table3_frame(inputs, cfg["sigma_v"])
+    if not df.dropna(subset=["paper"]).empty:
+        out.append(_paper_values("4-table3-values", "Table 3 accuracies within 3 points of the paper's", "3", df, cfg["scale"]))
+    return out
 
 
 def _table5_frame(inputs: Inputs, sv0: float) -> pd.DataFrame:
@@ -789,11 +991,11 @@ def draw_table5(tables: Mapping[str, str], cfg: dict) -> Table:
 
 
 def claims_table5(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
-    """Claim 4: Table 5 accuracies close to the paper's."""
-    df = _table5_frame(Inputs(tables), cfg["sigma_v"][0])
-    both = df.dropna(subset=["paper"])
-    if both.empty:
-        return []
-    return [check(PAPER, "4-table5-values", "table5", "Table 5 accuracies within 3 points of the paper's (paper scale)",
-                  "max |measured - paper|, points", float((both["measured"] - both["paper"]).abs().max()),
-                  "<=", 3, cfg["scale"])]
+    """Claim 4: Table 5 accuracies close to the paper's (at the paper's settings)."""
+    def measure(inputs: Inputs, cfg: dict) -> list[Measured]:
+        df = _table5_frame(inputs, cfg["sigma_v"][0])
+        if df.empty or df.dropna(subset=["paper"]).empty:
+            return []
+        return [_paper_values("4-table5-values", "Table 5 accuracies within 3 points of the paper's", "5", df, cfg["scale"])]
+
+    return verdicts(tables, cfg, "table5", measure)

@@ -71,6 +71,28 @@ FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "4": (("ag_news",), ("ag_news_sa",)),
 }
 TABLES = ("scores", "metrics", "summary")
+# The claims each figure and table may write (tables under "table<n>"); every id has a planted-negative and a
+# planted-positive test (tests/features/test_features_claims.py, test_features_lm.py).
+_POLARITY = ("means", "signs", "spearman")
+CLAIM_IDS = {
+    "table6": ("1-*-size", "1-sst-pos-tokens", "1-sst-neg-tokens"),
+    "table3": ("4-sst-relu-drop", "4-sst-tanh-stable", "4-sst-gelu-stable", "4-sst-silu-stable", "4-table3-values"),
+    "table5": ("4-table5-values",),
+    "2": (*(f"2-sst-{m}-{c}" for m in ("mlp", "cnn", "sa") for c in _POLARITY),
+          "3-mlp-shift", "3-mlp-bias", "3-cnn-shift", "3-cnn-bias", "3-sa-balanced", "3-mlp-tanh-balanced",
+          "3-mlp-gelu-balanced", "3-sa-mlp-bias", "10-mlp-relu-signs", "10-sa-signs", "10-flow-bias"),
+    "10": (*(f"10-sst-silu-{c}" for c in _POLARITY), "3-mlp-silu-balanced"),
+    "11": (*(f"11-sst-relu-{c}" for c in _POLARITY), "11-adam-shift"),
+    "13": tuple(f"2-imdb-{m}-{c}" for m in ("mlp", "cnn", "sa") for c in _POLARITY),
+    "3": ("5-mv-pos-bigrams", "5-mv-neg-bigrams", "5-mv-sstwsub-accuracy"),
+    "4": ("6-agnews-sa",),
+    "6": ("7-sa-not-pos", "7-sa-not-neg", "7-sa-not", "7-mv-not-pos", "7-mv-not-neg"),
+    "8": ("7-cnn-not-pos", "7-cnn-not-neg", "7-tr-not-pos", "7-tr-not-neg"),
+    "9": ("7-fig9-differences",),
+    "12": ("8-lrnn-k*-signs", "8-lrnn-k*-vs-k*"),
+    "7": ("9_*",),
+    "5": ("9_*",),
+}
 # What is lost when a dataset is off (the start-up message).
 USES = {
     "sst": "Figs. 2, 3, 10, 11; Table 6 row SST; claims 1-4, 10",
@@ -213,7 +235,8 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
 
     def figure(fig_id, inputs, settings=None, kind=FIGURE, module=FIGURES_MODULE, code=PLOT_CODE):
         name = f"table{fig_id}" if kind == TABLE else fig_id
-        return Figure.of(PAPER, fig_id, module, inputs, code, settings=settings, kind=kind, name=name)
+        return Figure.of(PAPER, fig_id, module, inputs, code, settings=settings, kind=kind, name=name,
+                         claim_ids=CLAIM_IDS[name])
 
     sigma_v = {"sigma_v": cls["sigma_v"]}
     fig_settings = {"2": sigma_v, "10": sigma_v, "11": sigma_v, "13": sigma_v,

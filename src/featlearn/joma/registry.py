@@ -37,7 +37,7 @@ CLAIM_IDS = {
     "6": ("fig6_step0_*", "fig6_1layer_drop_*", "fig6_1layer_rebound_*", "fig6_*layer_top_drop_*", "fig6_*layer_top_rebound_*",
           "fig6_*layer_bottom_lower_*"),
     "8": ("fig8_best_rebound_*", "fig8_large_lr_sparse_*", "fig8_small_no_rebound_*"),
-    "1": ("table1_s0", "table1_s1_lower", "table1_untrained_gap", "table1_loss"),
+    "table1": ("table1_s0", "table1_s1_lower", "table1_untrained_gap", "table1_loss"),
     "hblt": ("thm5_hblt",),
     "7": ("fig7_step0_gaussian_*", "fig7_top_rebound_*", "fig7_bottom_below_*"),
 }
@@ -123,7 +123,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> JomaRegistry:
     def figure(fig_id, module, inputs, code, *, cls=Figure, **kw):
         """Figure ``fig_id`` drawn by ``draw_<name>`` and checked by ``claims_<name>`` of joma/<module>.py."""
         if kw.get("claims", True):
-            kw["claim_ids"] = CLAIM_IDS[fig_id]
+            kw["claim_ids"] = CLAIM_IDS[f"table{fig_id}" if kw.get("kind") == TABLE else fig_id]
         return cls.of(PAPER, fig_id, f"featlearn.joma.{module}", inputs, code, **kw)
 
     # Dynamics (Fig. 4, Theorem 2) and the joint MLP/attention simulations (Figs. 2-3).
