@@ -39,6 +39,11 @@ def test_classification_smoke_outputs(smoke_run):
         assert any(i.startswith(prefix) for i in ids), prefix
     merged = {r["claim_id"]: r for r in _claims(res / "features" / "claims.csv")}
     assert ids <= set(merged)
+    # audited: every checked claim has its threshold's reason; claims about a trained network their baseline
+    assert all(r["threshold_reason"] for r in merged.values() if r["verdict"] != "unchecked")
+    assert all(r["baseline"] == "untrained network" for r in merged.values() if r["claim_id"].startswith(("2-", "7-")))
+    # the Table 3 values are compared at the paper's settings only
+    assert merged["4-table3-values"]["verdict"] == "unchecked"
     # claim 1 on the real data: the prepared splits and the extracted SST tokens (412 / 265)
     for cid in ("1-sst-train-size", "1-sst-dev-size", "1-sst-test-size", "1-sstwsub-train-size", "1-sst-pos-tokens"):
         assert merged[cid]["passed"] == "True", merged[cid]
