@@ -140,3 +140,14 @@ def test_sanity_checks_are_listed_apart(tmp_path):
     assert "reproduced 1 of 1" in md and "(1 of 1 ok)" in md
     paper_table, sanity_table = md.split("Sanity checks (this project's setup; not counted):")
     assert "loss_falls" not in paper_table and "loss_falls" in sanity_table
+
+
+def test_every_claim_that_does_not_count_as_reproduced_gets_a_line_saying_what_differs():
+    untrained = ("untrained network", 0.9)
+    failing = check("features", "a", "", "", "m", 0.3, ">=", 0.8, "smoke", paper_value="18 of 20", spread=0.05, seeds=3)
+    nd = check("features", "b", "", "", "m", 0.1, "<", 0.95, "smoke", baseline=untrained)
+    noted = check("features", "c", "", "", "m", 0.3, ">=", 0.8, "smoke", note="the grid is too coarse")
+    md = render_markdown([failing, nd, noted])
+    assert "- `a` (not reproduced): measured 0.3 ± 0.05 (3 seeds), the claim needs >= 0.8 (the paper: 18 of 20)" in md
+    assert "- `b` (not discriminating): the untrained network scores 0.9, which passes < 0.95 too" in md
+    assert "- `c` (not reproduced): the grid is too coarse" in md

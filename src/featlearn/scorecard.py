@@ -58,6 +58,16 @@ def headline(claims: list[Claim]) -> str:
     return text
 
 
+def what_differs(c: Claim) -> str:
+    """One line on a claim that does not count as reproduced: its note, else what the numbers say."""
+    if c.note:
+        return c.note
+    if c.verdict == NOT_DISCRIMINATING:
+        return f"the {c.baseline} scores {_fmt(c.baseline_measured)}, which passes {c.target} too"
+    paper = f" (the paper: {c.paper_value})" if c.paper_value else ""
+    return f"measured {_ours(c)}, the claim needs {c.target}{paper}"
+
+
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -102,10 +112,10 @@ def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None) 
                 cells = [c.claim_id, c.figure, c.statement, c.kind, c.paper_value, f"{c.metric}: {_ours(c)}" if c.metric else _ours(c),
                          _baseline(c), c.target, c.threshold_reason, verdict]
                 lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
-        notes = [c for c in paper_rows if c.verdict in (NOT_REPRODUCED, UNCHECKED, NOT_DISCRIMINATING) and c.note]
+        notes = [c for c in paper_rows if c.verdict in (NOT_REPRODUCED, UNCHECKED, NOT_DISCRIMINATING)]
         if notes:
             lines += ["", "What differs or why a claim is not decided:", ""]
-            lines += [f"- `{c.claim_id}` ({c.verdict}): {c.note}" for c in notes]
+            lines += [f"- `{c.claim_id}` ({c.verdict}): {what_differs(c)}" for c in notes]
         sanity_rows = [c for c in rows if c.kind == "sanity"]
         if sanity_rows:
             lines += ["", "Sanity checks (this project's setup; not counted):", "",
