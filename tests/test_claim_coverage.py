@@ -20,7 +20,7 @@ TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 # Papers whose registry declares its claims. The others still write undeclared claims (README, "Scorecard:
 # how a claim counts").
-DECLARED = ("scan_snap", "joma", "features")
+DECLARED = ("scan_snap", "joma", "features", "templates")
 
 
 def planted_calls(root: Path = TESTS) -> dict[str, dict[str, set[str]]]:

@@ -175,10 +175,11 @@ def check(
 
 
 def unchecked(paper: str, claim_id: str, figure: str, statement: str, why: str, scale: str, *, kind: str = "paper",
-              paper_value: str = "") -> Claim:
-    """A claim this run cannot decide (e.g. the grid stops before the paper's transition), with the reason."""
-    return Claim(paper, claim_id, figure, statement, "", NAN, "", False, scale, kind=kind, paper_value=paper_value,
-                 verdict=UNCHECKED, note=why)
+              paper_value: str = "", reason: str = "") -> Claim:
+    """A claim this run cannot decide (e.g. the grid stops before the paper's transition): ``why`` goes to the
+    note; ``reason`` is the reason of the threshold it would be checked against."""
+    return Claim(paper, claim_id, figure, statement, "", NAN, "", False, scale, kind=kind, threshold_reason=reason,
+                 paper_value=paper_value, verdict=UNCHECKED, note=why)
 
 
 def write_claims(path: str | os.PathLike, claims: Iterable[Claim]) -> None:

@@ -18,8 +18,8 @@ def test_kernel_figure_and_claims_exist(smoke_run):
     work, _, _ = smoke_run
     assert (work / "results/figures/templates/kernels.png").stat().st_size > 1000
     claims = pd.read_csv(work / "results/templates/claims/kernels.csv")
-    assert list(claims["claim_id"]) == ["11a_beta0", "11b_mlp_rank", "11c_mlp_krr", "11d_trans_same_different",
-                                        "11d_trans_aba_abb", "11d_trans_majority_4"]
+    assert list(claims["claim_id"]) == ["11d_trans_same_different", "11d_trans_aba_abb", "11d_trans_majority_4"]
+    assert (claims["kind"] == "paper-theory").all()
     assert (claims["scale"] == "smoke").all() and claims["measured"].notna().all()
     for table in ("kernel_n_matrix", "kernel_beta0", "kernel_krr"):
         assert len(pd.read_csv(work / f"results/templates/{table}.csv")) > 0
@@ -36,7 +36,7 @@ def test_fig6_table_and_claim_exist_at_smoke(smoke_run):
         log = pd.read_csv(work / f"results/templates/gpt2_wikitext/wikitext2/{variant}.csv")
         assert log["final"].any() and (work / f"results/benchmarks/templates/gpt2_wikitext/wikitext2/{variant}.tsv").is_file()
     merged = pd.read_csv(work / "results/templates/claims.csv")
-    assert {"11a_beta0", "12_wikitext2"} <= set(merged["claim_id"])
+    assert {"11d_trans_aba_abb", "12_wikitext2"} <= set(merged["claim_id"])
 
 
 def test_pretrained_gpt2_figures_are_skipped_with_one_message(smoke_run):

@@ -7,6 +7,7 @@
 from featlearn.templates.registry import registry as templates_registry
 from featlearn.templates.registry import wikitext_logs as templates_wikitext_logs
 from featlearn.templates.registry import GPT2_PLOT as TEMPLATES_GPT2_PLOT
+from featlearn.templates.registry import CLAIM_IDS as TEMPLATES_CLAIM_IDS
 
 register_paper(templates_registry(config, PATHS, dataset_on))
 
@@ -44,13 +45,14 @@ rule fig_templates_6:
         scale=SCALE,
         dpi=config["report"]["dpi"],
         code=code_hash(*TEMPLATES_GPT2_PLOT),
+        claim_ids=json.dumps(list(TEMPLATES_CLAIM_IDS["6"])),
     shell:
         "python -m featlearn figure --draw=featlearn.templates.gpt2.figures:draw_6"
         " --inputs {params.inputs:q} --figures {output.png} {output.other}"
         " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1 &&"
         " python -m featlearn figure --draw=featlearn.templates.gpt2.figures:table_6"
         " --claims-fn=featlearn.templates.gpt2.figures:claims_6 --inputs {params.inputs:q}"
-        " --figures {output.csv} {output.md} --claims={output.claims}"
+        " --figures {output.csv} {output.md} --claims={output.claims} --claim-ids {params.claim_ids:q}"
         " --scale {params.scale} --dpi {params.dpi} >> {log} 2>&1"
 
 

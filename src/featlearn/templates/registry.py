@@ -35,6 +35,23 @@ FIGURE_GRID = {
 FIGURES = tuple(FIGURE_GRID)
 # sweep figures with claims (claims 3-10): each has ``claims_<id>`` in sweeps/figures.py
 CLAIMED = ("2c", "3c", "5", "8", "17", "22", "23", "25")
+# The claims each figure checks (the claims functions write exactly these; <dataset> and <task> are filled in
+# by the run). "checks" is the templates_checks job (claims 1-2, sanity), "6" the hand-written rule of Fig. 6
+# (templates.smk), "kernels" the kernel figure. Claim 7 is checked for k = 2 only (sweeps/figures.claims_23 says
+# why not for k = 4); the kernel identities of claim 11 (11a-c) are unit tests, not claims.
+CLAIM_IDS = {
+    "checks": ("1-match", "1-alphabets", "1-heldout", "1-trivial", "2-identity", "2-parameters"),
+    "2c": ("3-nstar-ratio", "3-vanilla-small-n"),
+    "3c": ("4-kqvo-nstar", "4-vanilla"),
+    "5": ("5-inverse-scaling", "5-vo"),
+    "22": ("6-fcnet-test", "6-fcnet-train", "6-kq-nstar", "6-vanilla-nstar", "6-recurrent"),
+    "23": ("7-k2",),
+    "25": ("8-mlp", "8-mlp-xxt"),
+    "17": ("9-easy", "9-maj4", "9-maj68"),
+    "8": ("10-large-lr", "10-best-lr"),
+    "kernels": ("11d_trans_*",),
+    "6": ("12_*",),
+}
 
 SWEEP_CODE = ("templates/sweeps/experiments.py", "templates/sweeps/engine.py", "seeding.py", "templates/models.py", "templates/tasks.py")
 SWEEP_PLOT = ("templates/sweeps/figures.py", "plotting.py", "claims.py")
@@ -144,6 +161,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
                 draw=f"{SWEEP_FIGURES}:draw",
                 claims=f"{SWEEP_FIGURES}:claims_{fig}" if fig in CLAIMED else None,
                 settings=settings,
+                claim_ids=CLAIM_IDS[fig] if fig in CLAIMED else (),
             )
         )
 
@@ -190,6 +208,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
             code=KERNEL_PLOT,
             draw="featlearn.templates.kernels.figures:draw_kernels",
             claims="featlearn.templates.kernels.figures:claims_kernels",
+            claim_ids=CLAIM_IDS["kernels"],
         )
     )
 

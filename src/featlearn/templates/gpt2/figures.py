@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from featlearn.claims import Claim, check
+from featlearn.claims import UNTRAINED, Claim, check, frozen_at_init
 from featlearn.plotting import set_style
 
 PAPER = "templates"
@@ -52,12 +52,35 @@ def fig6_summary(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def fig6_claims(summary: pd.DataFrame, scale: str) -> list[Claim]:
+FIG6_REASON = ("[project] Fig. 6's caption: 'even though the task is Wikipedia modeling ... the transformer modifications "
+               "still give an improvement' (64.00 vs 60.46 on WikiText-2, 16.83 vs 16.40 on WikiText-103); only the sign "
+               "of the gap is checked (one seed, a smaller model, shorter training and another tokenizer than the paper's)")
+
+
+def fig6_gaps(df: pd.DataFrame) -> dict[str, float]:
+    """Claim 12's measurement per dataset: final validation perplexity of vanilla minus identity-scaled GPT-2."""
+    return {r.dataset: r.vanilla_ppl - r.identity_ppl for r in fig6_summary(df).itertuples()}
+
+
+def _paper_gap(dataset: str) -> str:
+    if dataset not in PAPER_FIG6:
+        return ""
+    vanilla, identity = PAPER_FIG6[dataset]
+    return f"{vanilla:.2f} - {identity:.2f} = {vanilla - identity:.2f}"
+
+
+def fig6_claims(df: pd.DataFrame, scale: str) -> list[Claim]:
+    """Claim 12 from the WikiText logs ``df`` (``read_lm_logs``). The baseline is the untrained networks: every
+    logged value frozen at step 0, where both variants are the same network (a = b = 0), measured the same way."""
+    ours = fig6_gaps(df)
+    base = fig6_gaps(frozen_at_init(df, ["dataset", "variant", "metric"], ["value"]))
     return [
-        check(PAPER, f"12_{r.dataset}", "Fig. 6", f"{DATASET_LABELS.get(r.dataset, r.dataset)}: GPT-2 with trainable identity scalings "
+        check(PAPER, f"12_{dataset}", "Fig. 6", f"{DATASET_LABELS.get(dataset, dataset)}: GPT-2 with trainable identity scalings "
               "has lower validation perplexity than vanilla GPT-2 under the same recipe (from scratch)",
-              "perplexity(vanilla) - perplexity(identity scalings)", r.vanilla_ppl - r.identity_ppl, ">", 0.0, scale)
-        for r in summary.itertuples()
+              "perplexity(vanilla) - perplexity(identity scalings)", gap, ">", 0.0, scale, reason=FIG6_REASON,
+              paper_value=_paper_gap(dataset),
+              baseline=(UNTRAINED, base[dataset]))
+        for dataset, gap in ours.items()
     ]
 
 
@@ -68,7 +91,7 @@ def _fig6_logs(inputs: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def claims_6(inputs: dict, cfg: dict) -> list[Claim]:
     """Claim 12 from the WikiText logs (input ``logs``)."""
-    return fig6_claims(_fig6_logs(inputs)[1], cfg["scale"])
+    return fig6_claims(read_lm_logs(inputs["logs"]), cfg["scale"])
 
 
 def table_6(inputs: dict, cfg: dict):

@@ -1,7 +1,12 @@
 """Kernel theory of Sec. 3 (claim 11): the N matrix's smallest singular value per task for the transformer
 and MLP kernels, and kernel ridge regression on unseen symbols against n. Reads only the tables of
 ``featlearn.templates.kernels.theory`` (inputs ``n_matrix``, ``beta0``, ``krr``): ``draw_kernels`` and
-``claims_kernels`` are the registry's functions of the figure ``kernels``."""
+``claims_kernels`` are the registry's functions of the figure ``kernels``.
+
+Only the transformer kernel's N is a claim (11d_trans_<task>). The three statements that hold by construction
+are unit tests (tests/templates/test_templates_kernels.py), not claims: K_attn by Monte Carlo at β = 0 is its
+closed form (the softmax is uniform whatever the sample), the MLP kernel's N has rank 1 (every entry is
+κ(0)), and kernel ridge regression with the MLP kernel predicts one constant on unseen symbols."""
 
 from __future__ import annotations
 
@@ -15,11 +20,12 @@ from featlearn.plotting import set_style
 
 PAPER = "templates"
 
-# reference, claim 11: closed form at β = 0 within 1e-3; MLP KRR test MSE >= 0.95; transformer N nonsingular
-# beyond Monte Carlo error (here [D]: σ_min(N) at least Z_MIN batch-means standard errors above 0) for T4, T5, T7(k=4)
-BETA0_TOL = 1e-3
-MLP_MSE_MIN = 0.95
+# reference, claim 11: the transformer kernel's N nonsingular beyond Monte Carlo error (here [D]: σ_min(N) at
+# least Z_MIN batch-means standard errors above 0) for T4, T5, T7(k=4)
 Z_MIN = 3.0
+Z_REASON = (f"[project] Thm. 3.4 and Lemma 3.5: the transformer kernel's N is nonsingular, so kernel ridge regression "
+            f"generalises to unseen symbols; read numerically as sigma_min(N) at least {Z_MIN:g} batch-means Monte Carlo "
+            "standard errors above 0 (a one-sided normal tail of 0.13%)")
 CLAIM_TASKS = {"same_different": "T4", "aba_abb": "T5", "majority_4": "T7 (k=4)"}
 KERNEL_LABELS = {"trans": "transformer $K_{trans}$", "attn": "attention $K_{attn}$", "mlp": "MLP (ReLU, one-hot)"}
 KERNEL_COLORS = {"trans": "C0", "attn": "C2", "mlp": "C3"}
@@ -29,25 +35,10 @@ def task_label(name: str) -> str:
     return CLAIM_TASKS.get(name, name)
 
 
-def kernel_claims(nm: pd.DataFrame, beta0: pd.DataFrame, krr: pd.DataFrame, scale: str) -> list[Claim]:
-    """Claim 11 from the three kernel tables."""
-    claims = [
-        check(PAPER, "11a_beta0", "Sec. 3", f"Monte Carlo K_attn at beta = 0 matches (1'XY'1 + gamma^2 k) / k^2 within {BETA0_TOL:g}",
-              "max over tasks and string pairs of |Monte Carlo - closed form|", beta0["max_abs_diff"].max(), "<=", BETA0_TOL, scale),
-    ]
-    mlp = nm[nm["kernel"] == "mlp"]
-    if mlp.empty:
-        raise ValueError("the N-matrix table has no 'mlp' rows: claim 11 needs the MLP kernel")
-    claims.append(check(PAPER, "11b_mlp_rank", "Sec. 3.3", f"the MLP kernel's N has rank 1 for every task ({', '.join(map(task_label, mlp['task']))})",
-                        "max over tasks of the numerical rank of N (MLP kernel)", mlp["rank"].max(), "==", 1, scale))
-    mk = krr[krr["kernel"] == "mlp"]
-    if mk.empty:
-        raise ValueError("the kernel ridge regression table has no 'mlp' rows: claim 11 needs them")
-    curve = mk.groupby(["task", "n"])["test_mse"].mean()
-    claims.append(check(PAPER, "11c_mlp_krr", "Sec. 3.3", f"kernel ridge regression with the MLP kernel has test MSE >= {MLP_MSE_MIN:g} "
-                        f"on unseen symbols at every n (seed mean; n = {', '.join(str(n) for n in sorted(mk['n'].unique()))})",
-                        "min over tasks and n of the seed-mean test MSE (MLP kernel)", curve.min(), ">=", MLP_MSE_MIN, scale))
+def kernel_claims(nm: pd.DataFrame, scale: str) -> list[Claim]:
+    """Claim 11 from the N-matrix table: the transformer kernel's N is nonsingular for T4, T5 and T7 (k=4)."""
     tr = nm[nm["kernel"] == "trans"].set_index("task")
+    claims = []
     for name, label in CLAIM_TASKS.items():
         if name not in tr.index:
             raise ValueError(f"the N-matrix table has no transformer-kernel row for {name} ({label}), which claim 11 checks")
@@ -55,7 +46,7 @@ def kernel_claims(nm: pd.DataFrame, beta0: pd.DataFrame, krr: pd.DataFrame, scal
         z = row["sigma_min"] / row["sigma_min_se"] if row["sigma_min_se"] > 0 else np.nan
         claims.append(check(PAPER, f"11d_trans_{name}", "Sec. 3", f"{label}: the transformer kernel's N is nonsingular beyond Monte Carlo "
                             f"error (sigma_min(N) >= {Z_MIN:g} standard errors)", "sigma_min(N) / its Monte Carlo standard error",
-                            z, ">=", Z_MIN, scale))
+                            z, ">=", Z_MIN, scale, kind="paper-theory", reason=Z_REASON))
     return claims
 
 
@@ -64,8 +55,8 @@ def read_tables(inputs: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]
 
 
 def claims_kernels(inputs: dict, cfg: dict) -> list[Claim]:
-    """Claim 11 from the kernel tables."""
-    return kernel_claims(*read_tables(inputs), cfg["scale"])
+    """Claim 11 from the N-matrix table (input ``n_matrix``)."""
+    return kernel_claims(pd.read_csv(inputs["n_matrix"]), cfg["scale"])
 
 
 def draw_kernels(inputs: dict, cfg: dict):
@@ -113,5 +104,5 @@ def draw_kernels(inputs: dict, cfg: dict):
     seeds = int(krr["seed"].nunique())
     ax.set_title(f"kernel ridge regression, mean ± sd over {seeds} seed{'s' if seeds > 1 else ''}")
     ax.legend(fontsize=7)
-    fig.suptitle(f"Templates Sec. 3: the transformer kernel generalises to unseen symbols, the MLP kernel cannot (scale: {scale})")
+    fig.suptitle(f"Templates Sec. 3: N matrices and kernel ridge regression on unseen symbols (scale: {scale})")
     return fig

@@ -8,9 +8,17 @@ learning rates, the one with the lowest mean validation loss is kept per curve [
 (learning rate, swept quantity) cell, no selection. n*_τ is the smallest n whose seed mean is ≤ τ
 (``sweep.n_star``); it is inf when no n of the grid reaches τ, and the claim's statement says so.
 
+Claims: each ``claims_<id>`` measures its claims with one function of the runs table, called on the real
+table and on the constant predictor's (``constant_predictor``: MSE 1 on the ±1 tasks, error 1 on the
+next-token tasks), its baseline; a claim the constant predictor passes too ("fails to learn" claims) is not
+discriminating. Most thresholds are the reference's readings of the paper's figures, whose text prints few
+numbers: the reasons say so ("[project]") and quote the paper's statement. The claim ids each figure may write
+are declared in ``registry.CLAIM_IDS``.
+
 Registry functions: ``draw(inputs, cfg)`` draws the sweep figure ``cfg["figure"]`` from its grid's runs table
 (``inputs["runs"]``); ``claims_<id>(inputs, cfg)`` checks the claims of the figures that have them
-(``registry.CLAIMED``). ``check_claims`` (claims 1-2) is called by the ``templates_checks`` job.
+(``registry.CLAIMED``). ``check_claims`` (claims 1-2, sanity checks of the data and models) is called by the
+``templates_checks`` job.
 """
 
 from __future__ import annotations
@@ -23,6 +31,9 @@ import pandas as pd
 from featlearn.claims import Claim, check, unchecked
 from featlearn.plotting import set_style
 from featlearn.templates.sweeps.engine import n_star, select_lr
+
+PAPER = "templates"
+NAN = math.nan
 
 T5 = "αβα vs αββ (T5)"
 # figure -> (title, kind, options): kind "curves" (x = n) or "heatmap" (rows lr, columns ``col``);
@@ -53,10 +64,6 @@ PANEL_NAMES = {"vanilla": "Transformer", "kq_vo": "Transformer +KQ,VO"}
 TITLES = {fig: spec[0] for fig, spec in SPECS.items()}
 
 
-def _check(claim_id, figure, statement, metric, measured, op, threshold, scale) -> Claim:
-    return check("templates", claim_id, figure, statement, metric, measured, op, threshold, scale)
-
-
 def _with_panel(runs: pd.DataFrame) -> pd.DataFrame:
     if "panel" not in runs:
         runs = runs.assign(panel="")
@@ -77,6 +84,7 @@ def curve_means(runs: pd.DataFrame) -> pd.DataFrame:
             "mean": g["test_metric"].mean(),
             "sd": g["test_metric"].std(ddof=0),
             "train_loss": g["final_train_loss"].mean(),
+            "train_sd": g["final_train_loss"].std(ddof=0),
             "lr": g["lr"].first(),
         }
     ).reset_index()
@@ -134,10 +142,13 @@ def plot_curves(runs: pd.DataFrame, fig_id: str, scale: str):
 
 
 def cell_means(runs: pd.DataFrame, col: str) -> pd.DataFrame:
-    """Seed means of the test metric and final train loss per (n, lr, ``col``) cell (no lr selection)."""
+    """Seed means of the test metric (with its seed sd) and final train loss per (n, lr, ``col``) cell (no lr
+    selection)."""
     keys = ["n", "lr"] if col == "n" else ["n", "lr", col]
     g = runs.groupby(keys, sort=True)
-    return pd.DataFrame({"mean": g["test_metric"].mean(), "train_loss": g["final_train_loss"].mean()}).reset_index()
+    return pd.DataFrame(
+        {"mean": g["test_metric"].mean(), "sd": g["test_metric"].std(ddof=0), "train_loss": g["final_train_loss"].mean()}
+    ).reset_index()
 
 
 def plot_heatmap(runs: pd.DataFrame, fig_id: str, scale: str):
@@ -203,129 +214,238 @@ def nstar_ratio(n_slow: float, n_fast: float, n_max: int) -> float:
     return min(n_slow, n_max) / n_fast
 
 
-def claims_2c(inputs: dict, cfg: dict) -> list[Claim]:
-    """Claim 3: n*_0.1(vanilla) / n*_0.1(+KQ) >= 8; vanilla MSE >= 0.4 at every n <= 512."""
-    runs, scale = read_runs(inputs), cfg["scale"]
-    sel = selected(runs)
-    means = curve_means(runs)
+# ------------------------------------------------------------------------------------------------ claims 3-10
+# The baseline of every claim on a test metric is the constant predictor, measured the same way: the claims'
+# measuring function runs once on the runs table and once on ``constant_predictor(runs)``. Reasons marked
+# [project] are this project's reading (mostly the reference's, of a figure) of a qualitative statement.
+CONSTANT = "constant predictor (always 0)"
+CONSTANT_TOKEN = "constant predictor (always the same token)"
+TRIVIAL = "the paper: 'The trivial model that outputs 0 always will achieve test loss of 1' (App. B)"
+ORDER = ("[project] the paper: the identity scalings lower 'the quantity of data needed by an order of magnitude' "
+         "(Sec. 1.2); ")
+
+
+def constant_predictor(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs table as a predictor that always gives the same answer fills it. On the ±1-labelled regression
+    tasks the always-0 predictor has MSE 1 on every split (the identity claim 1-trivial checks), so its test
+    metric, validation loss and final train loss are 1. On the next-token tasks (Figs. 3c, 5) the label is a
+    symbol of the test alphabet, which no token seen in training is, so an answer fixed in training (always
+    the same token) has test error 1; its losses are set to the same 1 in every run (no next-token claim reads
+    the train loss, and a validation loss equal in every run makes the learning-rate choice a tie)."""
+    return runs.assign(test_metric=1.0, val_loss=1.0, final_train_loss=1.0)
+
+
+def _seeds(runs: pd.DataFrame) -> int:
+    return int(runs["seed"].nunique())
+
+
+def _extreme(m: pd.DataFrame, largest: bool = False, col: str = "mean", sd: str = "sd") -> tuple[float, float]:
+    """The smallest (or largest) seed mean of ``m`` and the seed sd of that row: a claim's (value, spread).
+    NaN when ``m`` has no mean."""
+    m = m.dropna(subset=[col])
+    if m.empty:
+        return NAN, NAN
+    row = m.loc[m[col].idxmax() if largest else m[col].idxmin()]
+    return float(row[col]), float(row[sd])
+
+
+def _claims(figure: str, measure, runs: pd.DataFrame, scale: str, baseline: str = CONSTANT):
+    """The claim maker of a figure: ``measure(runs)`` -> {claim id: (value, spread)} runs on the runs table
+    and on the constant predictor's; ``claim(id, statement, metric, op, threshold, reason=...)`` then makes the
+    claim with its spread over the seeds (none for one seed) and the baseline's value. ``undecided``: why this
+    run's grid cannot decide the claim if it fails (e.g. the grid stops before the paper's n); a failing claim
+    is then unchecked, not "not reproduced". Returns (claim, the real measurements)."""
+    ours, base = measure(runs), measure(constant_predictor(runs))
+    seeds = _seeds(runs)
+
+    def claim(cid, statement, metric, op, threshold, *, reason, undecided="", paper_value="", **kw) -> Claim:
+        value, spread = ours[cid]
+        made = check(PAPER, cid, figure, statement, metric, value, op, threshold, scale, reason=reason, paper_value=paper_value,
+                     spread=spread if seeds > 1 else NAN, seeds=seeds, baseline=(baseline, base[cid][0]), **kw)
+        if undecided and not made.passed:
+            return unchecked(PAPER, cid, figure, statement, undecided, scale, paper_value=paper_value, reason=reason)
+        return made
+
+    return claim, ours
+
+
+def _lower_bound_only(n_slow: float, n_fast: float, n_max: int, slow: str, tau: float) -> str:
+    """Why a ratio n*(slow) / n*(fast) measured by its lower bound cannot decide a claim it fails: the slow curve
+    does not reach ``tau`` within the grid, so the true ratio may be larger ("" when the ratio is measured)."""
+    if math.isinf(n_slow) and not math.isinf(n_fast):
+        return (f"{slow} does not reach {tau:g} within n <= {n_max}: only the ratio's lower bound "
+                f"{n_max / n_fast:g} is known")
+    if math.isinf(n_slow) and math.isinf(n_fast):
+        return f"neither curve reaches {tau:g} within n <= {n_max}: the ratio is not measured"
+    return ""
+
+
+def _measure_2c(runs: pd.DataFrame) -> dict:
+    sel, means = selected(runs), curve_means(runs)
     nv = n_star(sel[sel["curve"] == "Transformer"], 0.1)
     nk = n_star(sel[sel["curve"] == "Transformer +KQ"], 0.1)
-    n_max = int(runs["n"].max())
-    ratio = nstar_ratio(nv, nk, n_max)
     small = _at(means, "Transformer")
-    small = small[small["n"] <= 512]
+    return {
+        "3-nstar-ratio": (nstar_ratio(nv, nk, int(runs["n"].max())), NAN),
+        "3-vanilla-small-n": _extreme(small[small["n"] <= 512]),
+        "n*": (nv, nk),
+    }
+
+
+def claims_2c(inputs: dict, cfg: dict) -> list[Claim]:
+    """Claim 3: n*_0.1(vanilla) / n*_0.1(+KQ) >= 8; vanilla MSE >= 0.4 at every n <= 512."""
+    runs = read_runs(inputs)
+    n_max = int(runs["n"].max())
+    claim, ours = _claims("2c", _measure_2c, runs, cfg["scale"])
+    nv, nk = ours["n*"]
     return [
-        _check(
-            "3-nstar-ratio",
-            "2c",
-            f"+KQ needs at least 8x fewer samples than vanilla to reach test MSE 0.1 on T1 (n* = {nk:g} with +KQ, "
-            f"{nv:g} vanilla; inf = not reached for n <= {n_max}, then the ratio's lower bound n_max / n*(+KQ) is measured)",
-            "n*_0.1(vanilla) / n*_0.1(+KQ)",
-            ratio,
-            ">=",
-            8,
-            scale,
-        ),
-        _check(
-            "3-vanilla-small-n",
-            "2c",
-            "the vanilla transformer stays at test MSE >= 0.4 for every n <= 512 on T1",
-            "smallest seed-mean vanilla test MSE over n <= 512",
-            small["mean"].min() if len(small) else math.nan,
-            ">=",
-            0.4,
-            scale,
-        ),
+        claim("3-nstar-ratio",
+              f"+KQ needs at least 8x fewer samples than vanilla to reach test MSE 0.1 on T1 (n* = {nk:g} with +KQ, "
+              f"{nv:g} vanilla; inf = not reached for n <= {n_max}, then the ratio's lower bound n_max / n*(+KQ) is measured)",
+              "n*_0.1(vanilla) / n*_0.1(+KQ)", ">=", 8,
+              reason=ORDER + "the reference reads Fig. 2c as n*_0.1 at least 8x apart (three doublings of n), below the "
+              "paper's 10x", paper_value="an order of magnitude", undecided=_lower_bound_only(nv, nk, n_max, "vanilla", 0.1)),
+        claim("3-vanilla-small-n", "the vanilla transformer stays at test MSE >= 0.4 for every n <= 512 on T1",
+              "smallest seed-mean vanilla test MSE over n <= 512", ">=", 0.4,
+              reason="[project] the paper: 'good generalization begins to occur only at a very large number of training "
+              "samples' (Sec. 1.2, Fig. 2); the reference reads Fig. 2c as vanilla MSE >= 0.4 up to n = 512"),
     ]
+
+
+def _measure_22(runs: pd.DataFrame) -> dict:
+    sel, means = selected(runs), curve_means(runs)
+    fc = _at(means, "FCNet (depth 3)")
+    n_max = int(runs["n"].max())
+    top = means[means["n"] == n_max]
+    rec = top[top["curve"].isin(["RNN", "LSTM"])]
+    nv = n_star(sel[sel["curve"] == "Transformer"], 0.1)
+    return {
+        "6-fcnet-test": _extreme(fc),
+        "6-fcnet-train": _extreme(fc, largest=True, col="train_loss", sd="train_sd"),
+        "6-kq-nstar": (n_star(sel[sel["curve"] == "Transformer +KQ"], 0.1), NAN),
+        "6-vanilla-nstar": (min(nv, n_max), NAN),
+        "6-recurrent": _extreme(rec) if len(rec) == 2 else (NAN, NAN),
+        "n*": nv,
+    }
 
 
 def claims_22(inputs: dict, cfg: dict) -> list[Claim]:
     """Claim 6: FCNet MSE >= 0.9 at every n while its train loss <= 0.05; n*_0.1(+KQ) <= 128;
     n*_0.1(vanilla) >= 1024; RNN and LSTM above 0.1 at the largest n (8192 in the paper)."""
-    runs, scale = read_runs(inputs), cfg["scale"]
-    sel = selected(runs)
-    means = curve_means(runs)
-    fc = _at(means, "FCNet (depth 3)")
+    runs = read_runs(inputs)
     n_max = int(runs["n"].max())
-    top = means[means["n"] == n_max]
-    rec = top[top["curve"].isin(["RNN", "LSTM"])]["mean"]
+    claim, ours = _claims("22", _measure_22, runs, cfg["scale"])
+    short = (f"the vanilla transformer does not reach 0.1 within n <= {n_max} < 1024: n* > {n_max} does not show n* >= 1024"
+             if math.isinf(ours["n*"]) and n_max < 1024 else "")
+    mlp_fails = ("[project] the paper proves that MLPs 'will not generalize in template tasks on symbols unseen during "
+                 "training ... regardless of the training data size' (Sec. 1.2, App. I); ")
+    best = ("[project] Fig. 22's caption: 'Transformer outperforms the other architectures, especially with the reparametrization "
+            "that prioritizes identities in heads'; ")
     return [
-        _check("6-fcnet-test", "22", "the depth-3 FCNet does not generalise to unseen symbols: test MSE >= 0.9 at every n",
-               "smallest seed-mean FCNet test MSE over n", fc["mean"].min(), ">=", 0.9, scale),
-        _check("6-fcnet-train", "22", "while the FCNet fits its training set: final train loss <= 0.05 at every n",
-               "largest seed-mean FCNet final train loss over n", fc["train_loss"].max(), "<=", 0.05, scale),
-        _check("6-kq-nstar", "22", f"the transformer with +KQ reaches test MSE 0.1 by n = 128 (inf = not reached for n <= {n_max})",
-               "n*_0.1(+KQ)", n_star(sel[sel["curve"] == "Transformer +KQ"], 0.1), "<=", 128, scale),
-        _check("6-vanilla-nstar", "22",
-               f"the vanilla transformer needs n >= 1024 to reach test MSE 0.1 (when it does not reach it for n <= {n_max}, "
-               "n*'s lower bound n_max is measured)",
-               "n*_0.1(vanilla), or n_max when not reached", min(n_star(sel[sel["curve"] == "Transformer"], 0.1), n_max),
-               ">=", 1024, scale),
-        _check("6-recurrent", "22", f"RNN and LSTM stay above test MSE 0.1 at the largest n (n = {n_max}; the paper: 8192)",
-               f"smaller of the RNN and LSTM seed-mean test MSE at n = {n_max}", rec.min() if len(rec) == 2 else math.nan,
-               ">", 0.1, scale),
+        claim("6-fcnet-test", "the depth-3 FCNet does not generalise to unseen symbols: test MSE >= 0.9 at every n",
+              "smallest seed-mean FCNet test MSE over n", ">=", 0.9,
+              reason=mlp_fails + f"read as MSE >= 0.9 at every n ({TRIVIAL})"),
+        claim("6-fcnet-train", "while the FCNet fits its training set: final train loss <= 0.05 at every n",
+              "largest seed-mean FCNet final train loss over n", "<=", 0.05,
+              reason="[project] the paper prints no train-loss number; the reference reads Fig. 22 as the FCNet fitting its "
+              "training set (train loss <= 0.05 at every n), so that its failure on unseen symbols is one of generalisation"),
+        claim("6-kq-nstar", f"the transformer with +KQ reaches test MSE 0.1 by n = 128 (inf = not reached for n <= {n_max})",
+              "n*_0.1(+KQ)", "<=", 128, reason=best + "the reference reads Fig. 22 as n*_0.1(+KQ) <= 128"),
+        claim("6-vanilla-nstar",
+              f"the vanilla transformer needs n >= 1024 to reach test MSE 0.1 (when it does not reach it for n <= {n_max}, "
+              "n*'s lower bound n_max is measured)",
+              "n*_0.1(vanilla), or n_max when not reached", ">=", 1024,
+              reason=best + "the reference reads Fig. 22 as n*_0.1(vanilla) >= 1024", undecided=short),
+        claim("6-recurrent", f"RNN and LSTM stay above test MSE 0.1 at the largest n (n = {n_max}; the paper: 8192)",
+              f"smaller of the RNN and LSTM seed-mean test MSE at n = {n_max}", ">", 0.1,
+              reason=best + "the reference reads Fig. 22 as RNN and LSTM above 0.1 at n = 8192"),
     ]
+
+
+def _measure_25(runs: pd.DataFrame) -> dict:
+    means = curve_means(runs)
+    return {"8-mlp": _extreme(_at(means, "MLP")), "8-mlp-xxt": _extreme(_at(means, "MLP + vec(XX^T)"), largest=True)}
 
 
 def claims_25(inputs: dict, cfg: dict) -> list[Claim]:
     """Claim 8: MLP >= 0.9 at every n; MLP + vec(XX^T) <= 0.3 at every n."""
-    runs, scale = read_runs(inputs), cfg["scale"]
-    means = curve_means(runs)
+    claim, _ = _claims("25", _measure_25, read_runs(inputs), cfg["scale"])
     return [
-        _check("8-mlp", "25", "the MLP does not generalise to unseen symbols: test MSE >= 0.9 at every n",
-               "smallest seed-mean MLP test MSE over n", _at(means, "MLP")["mean"].min(), ">=", 0.9, scale),
-        _check("8-mlp-xxt", "25", "with the equality features vec(XX^T) the MLP does: test MSE <= 0.3 at every n",
-               "largest seed-mean MLP + vec(XX^T) test MSE over n", _at(means, "MLP + vec(XX^T)")["mean"].max(), "<=", 0.3, scale),
+        claim("8-mlp", "the MLP does not generalise to unseen symbols: test MSE >= 0.9 at every n",
+              "smallest seed-mean MLP test MSE over n", ">=", 0.9,
+              reason="[project] the paper proves that MLPs 'will not generalize in template tasks on symbols unseen during "
+              f"training' (Sec. 1.2, App. I); read as MSE >= 0.9 at every n ({TRIVIAL})"),
+        claim("8-mlp-xxt", "with the equality features vec(XX^T) the MLP does: test MSE <= 0.3 at every n",
+              "largest seed-mean MLP + vec(XX^T) test MSE over n", "<=", 0.3,
+              reason="[project] the paper: vec(XX^T) is 'a data augmentation that improves performance' (App. B.3, Fig. 25); "
+              "the reference reads Fig. 25 as MSE <= 0.3 at every n"),
     ]
+
+
+KQVO_3C = ("[project] Fig. 3's caption: the modified transformer 'learns the reasoning task with less data'; the reference "
+           "reads Fig. 3c as test error <= 0.05 by n = 16384")
+
+
+def _measure_3c(runs: pd.DataFrame) -> dict:
+    sel, means = selected(runs), curve_means(runs)
+    van = _at(means, "Transformer")
+    return {"4-kqvo-nstar": (n_star(sel[sel["curve"] == "Transformer +KQ,VO"], 0.05), NAN),
+            "4-vanilla": _extreme(van[van["n"] <= 32768])}
 
 
 def claims_3c(inputs: dict, cfg: dict) -> list[Claim]:
     """Claim 4: +KQ,VO test error <= 0.05 by n <= 16384; vanilla >= 0.3 at every n <= 32768."""
     runs, scale = read_runs(inputs), cfg["scale"]
-    sel = selected(runs)
-    means = curve_means(runs)
     n_max = int(runs["n"].max())
-    van = _at(means, "Transformer")
-    van = van[van["n"] <= 32768]
+    claim, _ = _claims("3c", _measure_3c, runs, scale, baseline=CONSTANT_TOKEN)
     statement = "with +KQ,VO the transformer reaches test error 0.05 on T2 by n = 16384"
-    nq = n_star(sel[sel["curve"] == "Transformer +KQ,VO"], 0.05)
-    if math.isinf(nq) and n_max < 16384:
-        # not reached on a grid that stops before the paper's n: this run cannot decide the claim
-        kqvo = unchecked("templates", "4-kqvo-nstar", "Fig. 3c", statement,
-                         f"the n grid stops at {n_max} < 16384 and +KQ,VO has not reached 0.05 by then", scale)
-    else:
-        kqvo = _check("4-kqvo-nstar", "3c", f"{statement} (inf = not reached for n <= {n_max})", "n*_0.05(+KQ,VO)", nq, "<=",
-                      16384, scale)
+    # not reached on a grid that stops before the paper's n: this run cannot decide the claim
+    short = f"the n grid stops at {n_max} < 16384 and +KQ,VO has not reached 0.05 by then" if n_max < 16384 else ""
     return [
-        kqvo,
-        _check("4-vanilla", "3c", f"the vanilla transformer keeps test error >= 0.3 on T2 at every n <= 32768 (grid: n <= {n_max})",
-               "smallest seed-mean vanilla test error over n <= 32768", van["mean"].min() if len(van) else math.nan,
-               ">=", 0.3, scale),
+        claim("4-kqvo-nstar", f"{statement} (inf = not reached for n <= {n_max})", "n*_0.05(+KQ,VO)", "<=", 16384,
+              reason=KQVO_3C, paper_value="n* <= 16384 (the reference's reading of Fig. 3c; the text prints no number)",
+              undecided=short),
+        claim("4-vanilla", f"the vanilla transformer keeps test error >= 0.3 on T2 at every n <= 32768 (grid: n <= {n_max})",
+              "smallest seed-mean vanilla test error over n <= 32768", ">=", 0.3,
+              reason="[project] the paper: next-token prediction has 'the bottleneck of learning to output a symbol that was "
+              "never seen in the training dataset' (Sec. 1.2); the reference reads Fig. 3c as vanilla error >= 0.3 up to "
+              "n = 32768 (an answer fixed in training has error 1)"),
     ]
+
+
+def _measure_5(runs: pd.DataFrame) -> dict:
+    sel = selected(runs)
+    per_d = {}
+    for variant, tau in (("vanilla", 0.5), ("vo", 0.1)):
+        part = sel[sel["variant"] == variant]
+        per_d[variant] = {d: n_star(g, tau) for d, g in part.groupby("d_emb", sort=True)}
+    vanilla = list(per_d["vanilla"].values())  # in increasing d_emb; inf (not reached) counts as the largest
+    drops = sum(b < a for a, b in zip(vanilla, vanilla[1:]))
+    return {
+        "5-inverse-scaling": (float(drops) if vanilla else NAN, NAN),
+        "5-vo": (max(per_d["vo"].values()) if per_d["vo"] else NAN, NAN),
+        "n*": per_d["vanilla"],
+    }
 
 
 def claims_5(inputs: dict, cfg: dict) -> list[Claim]:
     """Claim 5: vanilla n*_0.5 non-decreasing in d_emb (inverse scaling); +VO error <= 0.1 by n <= 32 at
     every d_emb."""
-    runs, scale = read_runs(inputs), cfg["scale"]
-    sel = selected(runs)
+    runs = read_runs(inputs)
     n_max = int(runs["n"].max())
-    per_d = {}
-    for variant in ("vanilla", "vo"):
-        part = sel[sel["variant"] == variant]
-        per_d[variant] = {d: n_star(g, 0.5 if variant == "vanilla" else 0.1) for d, g in part.groupby("d_emb", sort=True)}
-    vanilla = list(per_d["vanilla"].values())  # in increasing d_emb; inf (not reached) counts as the largest
-    drops = sum(b < a for a, b in zip(vanilla, vanilla[1:]))
-    shown = ", ".join(f"{d:g}: {v:g}" for d, v in per_d["vanilla"].items())
-    worst_vo = max(per_d["vo"].values()) if per_d["vo"] else math.nan
+    claim, ours = _claims("5", _measure_5, runs, cfg["scale"], baseline=CONSTANT_TOKEN)
+    shown = ", ".join(f"{d:g}: {v:g}" for d, v in ours["n*"].items())
     return [
-        _check("5-inverse-scaling", "5",
-               f"copy (T3): the vanilla transformer needs at least as many samples for error 0.5 as d_emb grows "
-               f"(n*_0.5 by d_emb: {shown}; inf = not reached for n <= {n_max})",
-               "number of adjacent d_emb pairs where n*_0.5(vanilla) decreases", float(drops) if vanilla else math.nan,
-               "==", 0, scale),
-        _check("5-vo", "5", f"with +VO the error is <= 0.1 by n = 32 at every d_emb (inf = not reached for n <= {n_max})",
-               "largest n*_0.1(+VO) over d_emb", worst_vo, "<=", 32, scale),
+        claim("5-inverse-scaling",
+              f"copy (T3): the vanilla transformer needs at least as many samples for error 0.5 as d_emb grows "
+              f"(n*_0.5 by d_emb: {shown}; inf = not reached for n <= {n_max})",
+              "number of adjacent d_emb pairs where n*_0.5(vanilla) decreases", "==", 0,
+              reason="[project] Fig. 5a's caption: 'Transformers fail on the copying task as embedding dimension d_emb grows "
+              "(Theorem 4.1)', an 'inverse scaling' law (Sec. 1.2); read as n*_0.5 never decreasing in d_emb"),
+        claim("5-vo", f"with +VO the error is <= 0.1 by n = 32 at every d_emb (inf = not reached for n <= {n_max})",
+              "largest n*_0.1(+VO) over d_emb", "<=", 32,
+              reason="[project] Fig. 5b's caption: 'Success when reparametrizing W_V W_O^T as W_V W_O^T + bI (Theorem 4.2)'; "
+              "the reference reads Fig. 5b as error <= 0.1 by n = 32 at every d_emb"),
     ]
 
 
@@ -344,100 +464,149 @@ def _lr_text(lrs) -> str:
 LARGE_LRS = 2
 
 
+def _measure_8(runs: pd.DataFrame, large: list[float], n_at: int) -> dict:
+    cells = cell_means(runs, "n")
+    in_large = np.isclose(cells["lr"].to_numpy(dtype=float)[:, None], large).any(axis=1)
+    at = runs[runs["n"] == n_at]
+    best, best_mse = NAN, (NAN, NAN)
+    if len(at):
+        best = at.groupby("lr")["val_loss"].mean().idxmin()
+        chosen = at.loc[at["lr"] == best, "test_metric"]
+        best_mse = (float(chosen.mean()), float(chosen.std(ddof=0)))
+    return {"10-large-lr": _extreme(cells[in_large]), "10-best-lr": best_mse, "best lr": best}
+
+
 def claims_8(inputs: dict, cfg: dict) -> list[Claim]:
     """Claim 10: the grid's LARGE_LRS largest learning rates (3e-2 and 1e-1 in the default and paper grids)
     give test MSE >= 0.8 at every n; the best lr (by validation loss at the grid's largest n, 2048 in the
     default grid) reaches <= 0.1 there. ``cfg``: the grid's ``lrs`` and ``n``, and ``scale``."""
-    runs, scale = read_runs(inputs), cfg["scale"]
     lrs = sorted(cfg["lrs"])
     large = lrs[max(1, len(lrs) - LARGE_LRS):]
     n_at = max(cfg["n"])
-    cells = cell_means(runs, "n")
-    in_large = np.isclose(cells["lr"].to_numpy(dtype=float)[:, None], large).any(axis=1)
-    large_mse = cells[in_large]
-    at = runs[runs["n"] == n_at]
-    if len(at):
-        val = at.groupby("lr")["val_loss"].mean()
-        best = val.idxmin()
-        best_mse, best_txt = at[at["lr"] == best]["test_metric"].mean(), f"lr {best:g} chosen by validation loss"
-    else:
-        best_mse, best_txt = math.nan, f"n = {n_at} is not in the runs table"
+    claim, ours = _claims("8", lambda runs: _measure_8(runs, large, n_at), read_runs(inputs), cfg["scale"])
+    best = ours["best lr"]
+    best_txt = f"n = {n_at} is not in the runs table" if math.isnan(best) else f"lr {best:g} chosen by validation loss"
     many = len(large) > 1
     lr_txt = _lr_text(large)
+    caption = ("[project] Fig. 8's caption: 'Taking too large or too small of a learning rate can hurt generalization even "
+               "when the train loss is close to zero'; ")
     return [
-        _check("10-large-lr", "8",
-               f"learning rate{'s' if many else ''} {lr_txt} {'do' if many else 'does'} not generalise: test MSE >= 0.8 at every n",
-               f"smallest seed-mean test MSE over n at lr {lr_txt}", large_mse["mean"].min() if len(large_mse) else math.nan,
-               ">=", 0.8, scale),
-        _check("10-best-lr", "8", f"the best learning rate reaches test MSE <= 0.1 at n = {n_at} ({best_txt})",
-               f"seed-mean test MSE at n = {n_at}, best lr", best_mse, "<=", 0.1, scale),
+        claim("10-large-lr",
+              f"learning rate{'s' if many else ''} {lr_txt} {'do' if many else 'does'} not generalise: test MSE >= 0.8 at every n",
+              f"smallest seed-mean test MSE over n at lr {lr_txt}", ">=", 0.8,
+              reason=caption + "the reference reads Fig. 8 as MSE >= 0.8 at every n for lr 3e-2 and 1e-1"),
+        claim("10-best-lr", f"the best learning rate reaches test MSE <= 0.1 at n = {n_at} ({best_txt})",
+              f"seed-mean test MSE at n = {n_at}, best lr", "<=", 0.1,
+              reason=caption + "the reference reads Fig. 8 as the best lr reaching MSE <= 0.1 at n = 2048"),
     ]
+
+
+def _measure_17(runs: pd.DataFrame) -> dict:
+    at = figure_rows(runs, "17")
+    at = at[at["n"] == 2048]
+    g = at.groupby("curve")["test_metric"]
+    mean, sd = g.mean(), g.std(ddof=0)
+
+    def pick(curves, largest):
+        """The largest (or smallest) seed mean of ``curves`` at n = 2048, with its sd; NaN if one is missing."""
+        if any(c not in mean.index for c in curves):
+            return NAN, NAN
+        return _extreme(pd.DataFrame({"mean": mean[curves], "sd": sd[curves]}).reset_index(), largest=largest)
+
+    return {
+        "9-easy": pick(["majority k=2", "αβα vs αββ", "αβαβ vs ααββ"], largest=True),
+        "9-maj4": pick(["majority k=4"], largest=True),
+        "9-maj68": pick(["majority k=6", "majority k=8"], largest=False),
+    }
 
 
 def claims_17(inputs: dict, cfg: dict) -> list[Claim]:
     """Claim 9, at n = 2048: majority k=2, αβα/αββ and αβαβ/ααββ <= 0.1; majority k=4 >= 0.5; k=6, 8 >= 0.9."""
-    runs, scale = read_runs(inputs), cfg["scale"]
-    rows = figure_rows(runs, "17")
-    at = rows[rows["n"] == 2048]
-    mean = at.groupby("curve")["test_metric"].mean() if len(at) else pd.Series(dtype=float)
-
-    def worst(curves, fn):
-        vals = [mean.get(c, math.nan) for c in curves]
-        return math.nan if any(math.isnan(v) for v in vals) else fn(vals)
-
-    easy = ["majority k=2", "αβα vs αββ", "αβαβ vs ααββ"]
-    note = "" if len(at) else " (n = 2048 is not in the grid)"
+    runs = read_runs(inputs)
+    claim, _ = _claims("17", _measure_17, runs, cfg["scale"])
+    missing = "" if (runs["n"] == 2048).any() else "n = 2048 is not in the grid"
+    note = f" ({missing})" if missing else ""
+    fig17 = ("[project] the paper plots Fig. 17 to compare 'the performance on various simple tasks' (App. B.2) and states "
+             "no number; the reference reads it at n = 2048 as ")
     return [
-        _check("9-easy", "17", f"at n = 2048 majority k=2, αβα vs αββ and αβαβ vs ααββ reach test MSE <= 0.1{note}",
-               "largest seed-mean test MSE of the three at n = 2048", worst(easy, max), "<=", 0.1, scale),
-        _check("9-maj4", "17", f"at n = 2048 majority k=4 stays at test MSE >= 0.5{note}",
-               "seed-mean test MSE of majority k=4 at n = 2048", worst(["majority k=4"], max), ">=", 0.5, scale),
-        _check("9-maj68", "17", f"at n = 2048 majority k=6 and k=8 stay at test MSE >= 0.9{note}",
-               "smaller seed-mean test MSE of majority k=6, k=8 at n = 2048", worst(["majority k=6", "majority k=8"], min),
-               ">=", 0.9, scale),
+        claim("9-easy", f"at n = 2048 majority k=2, αβα vs αββ and αβαβ vs ααββ reach test MSE <= 0.1{note}",
+              "largest seed-mean test MSE of the three at n = 2048", "<=", 0.1, reason=fig17 + "MSE <= 0.1 for these three",
+              undecided=missing),
+        claim("9-maj4", f"at n = 2048 majority k=4 stays at test MSE >= 0.5{note}",
+              "seed-mean test MSE of majority k=4 at n = 2048", ">=", 0.5, reason=fig17 + "MSE >= 0.5 for majority k=4",
+              undecided=missing),
+        claim("9-maj68", f"at n = 2048 majority k=6 and k=8 stay at test MSE >= 0.9{note}",
+              "smaller seed-mean test MSE of majority k=6, k=8 at n = 2048", ">=", 0.9,
+              reason=fig17 + f"MSE >= 0.9 for majority k=6 and k=8 ({TRIVIAL})", undecided=missing),
     ]
 
 
-def claims_23(inputs: dict, cfg: dict) -> list[Claim]:
-    """Claim 7: for k in {2, 4}, n*_0.1(+KQ,VO) <= n*_0.1(vanilla) / 4."""
-    runs, scale = read_runs(inputs), cfg["scale"]
+def _measure_23(runs: pd.DataFrame) -> dict:
     sel = selected(figure_rows(runs, "23"))
+    part = sel[sel["task"] == "majority_2"]
+    nv = n_star(part[part["variant"] == "vanilla"], 0.1)
+    nq = n_star(part[part["variant"] == "kq_vo"], 0.1)
+    return {"7-k2": (nstar_ratio(nv, nq, int(runs["n"].max())) if len(part) else NAN, NAN), "n*": (nv, nq)}
+
+
+def claims_23(inputs: dict, cfg: dict) -> list[Claim]:
+    """Claim 7 for k = 2: n*_0.1(+KQ,VO) <= n*_0.1(vanilla) / 4.
+
+    The reference also stated it for k = 4, but by the paper's own Fig. 23 curves the k = 4 ratio does not reach
+    4 (the audit's reading of the figure); the paper's text makes no statement for k = 4 alone, only one for the
+    majority tasks together (Fig. 23's caption, quoted in the reason), so no k = 4 claim is checked here."""
+    runs = read_runs(inputs)
     n_max = int(runs["n"].max())
-    out = []
-    for k in (2, 4):
-        part = sel[sel["task"] == f"majority_{k}"]
-        nv = n_star(part[part["variant"] == "vanilla"], 0.1)
-        nq = n_star(part[part["variant"] == "kq_vo"], 0.1)
-        out.append(_check(
-            f"7-k{k}", "23",
-            f"majority k={k}: +KQ,VO needs at least 4x fewer samples than vanilla for test MSE 0.1 (n* = {nq:g} with "
-            f"+KQ,VO, {nv:g} vanilla; inf = not reached for n <= {n_max}, then the ratio's lower bound is measured)",
-            "n*_0.1(vanilla) / n*_0.1(+KQ,VO)", nstar_ratio(nv, nq, n_max) if len(part) else math.nan, ">=", 4, scale,
-        ))
-    return out
+    claim, ours = _claims("23", _measure_23, runs, cfg["scale"])
+    nv, nq = ours["n*"]
+    return [
+        claim("7-k2",
+              f"majority k=2: +KQ,VO needs at least 4x fewer samples than vanilla for test MSE 0.1 (n* = {nq:g} with "
+              f"+KQ,VO, {nv:g} vanilla; inf = not reached for n <= {n_max}, then the ratio's lower bound is measured)",
+              "n*_0.1(vanilla) / n*_0.1(+KQ,VO)", ">=", 4,
+              reason="[project] Fig. 23's caption: 'the transformer reparametrization lowers the amount of data needed by at "
+              "least an order of magnitude'; the reference reads it as n*_0.1 at least 4x apart (one step of the paper's n "
+              "grid 8, 32, ..., 8192), below the paper's 10x",
+              paper_value="at least an order of magnitude", undecided=_lower_bound_only(nv, nq, n_max, "vanilla", 0.1),
+              note="not checked for k = 4: by the paper's own Fig. 23 curves the k = 4 ratio is below 4, and the text "
+              "states the order of magnitude for the majority tasks together, not for k = 4"),
+    ]
 
 
 def check_claims(rows: pd.DataFrame, scale: str) -> list[Claim]:
-    """Claims 1 and 2 from ``experiments.data_and_identity_checks``'s table."""
+    """Claims 1 and 2 from ``experiments.data_and_identity_checks``'s table: checks of this project's own
+    data and models (kind sanity)."""
     data = rows[rows["check"] == "data"]
     ident = rows[rows["check"] == "identity"]
     pm1 = data[(data["kind"] == "regression") & (data["task"] != "random_r4")]  # tasks with ±1 labels
     trivial = pd.concat([pm1[f"{s}_trivial_mse"] for s in ("train", "val", "test")])
     disjoint = data["alphabets_disjoint"].astype(bool) & data["used_tokens_disjoint"].astype(bool)
     sizes_ok = (data["val_alphabet_size"] == 100) & (data["test_alphabet_size"] == 100)
+
+    def sanity(cid, figure, statement, metric, measured, op, threshold, reason, **kw) -> Claim:
+        return check(PAPER, cid, figure, statement, metric, measured, op, threshold, scale, kind="sanity", reason=reason, **kw)
+
     return [
-        _check("1-match", "data", "every generated sample matches its template (every task, train/val/test, 3 seeds)",
-               "smallest fraction of samples matching their template", data["match_fraction"].min(), "==", 1.0, scale),
-        _check("1-alphabets", "data", "train/val/test alphabets are disjoint, val and test have 100 tokens each",
+        sanity("1-match", "data", "every generated sample matches its template (every task, train/val/test, 3 seeds)",
+               "smallest fraction of samples matching their template", data["match_fraction"].min(), "==", 1.0,
+               "exact: a sample is its template with the wildcards substituted"),
+        sanity("1-alphabets", "data", "train/val/test alphabets are disjoint, val and test have 100 tokens each",
                "fraction of (task, seed) datasets with disjoint alphabets of the stated sizes",
-               float((disjoint & sizes_ok).mean()), "==", 1.0, scale),
-        _check("1-heldout", "data", "no validation or test token occurs in a training input",
-               "validation/test tokens found in training inputs", float(data["train_heldout_tokens"].sum()), "==", 0, scale),
-        _check("1-trivial", "data", "the always-0 predictor has MSE 1 on every ±1-labelled task",
-               "largest |MSE(always 0) - 1| over ±1 tasks and splits", float((trivial - 1).abs().max()), "<=", 1e-12, scale),
-        _check("2-identity", "models", "identity scalings at a = b = 0 give outputs identical to the vanilla transformer",
-               "largest |output difference| (regression and next-token heads)", float(ident["max_abs_diff"].max()), "<", 1e-6, scale),
-        _check("2-parameters", "models", "+KQ,VO adds exactly 2·L·H parameters",
+               float((disjoint & sizes_ok).mean()), "==", 1.0,
+               "exact: the paper's test and validation sets each use 'a disjoint alphabet of size 100' (App. A)",
+               paper_value="100 tokens each"),
+        sanity("1-heldout", "data", "no validation or test token occurs in a training input",
+               "validation/test tokens found in training inputs", float(data["train_heldout_tokens"].sum()), "==", 0,
+               "exact: one held-out token in a training input would make the test symbols seen"),
+        sanity("1-trivial", "data", "the always-0 predictor has MSE 1 on every ±1-labelled task",
+               "largest |MSE(always 0) - 1| over ±1 tasks and splits", float((trivial - 1).abs().max()), "<=", 1e-12,
+               "an exact identity, (0 - (±1))² = 1, up to float rounding; it makes 1 the constant-predictor baseline of "
+               "claims 3-10", paper_value="1"),
+        sanity("2-identity", "models", "identity scalings at a = b = 0 give outputs identical to the vanilla transformer",
+               "largest |output difference| (regression and next-token heads)", float(ident["max_abs_diff"].max()), "<", 1e-6,
+               "exact up to rounding: at a = b = 0 the scalings add zeros (the reference's 1e-6 allows for float32 rounding)"),
+        sanity("2-parameters", "models", "+KQ,VO adds exactly 2·L·H parameters",
                "largest |extra parameters - 2·L·H|",
-               float((ident["extra_parameters"] - ident["expected_extra"]).abs().max()), "==", 0, scale),
+               float((ident["extra_parameters"] - ident["expected_extra"]).abs().max()), "==", 0,
+               "exact: two scalars (a_h, b_h) per head (the paper: '2 per head', Fig. 6)"),
     ]
