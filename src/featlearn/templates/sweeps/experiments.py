@@ -176,14 +176,11 @@ def checks(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     import pandas as pd
 
     from featlearn.claims import write_claims
-    from featlearn.figure import check_declared
-    from featlearn.templates.registry import CLAIM_IDS
     from featlearn.templates.sweeps.figures import check_claims
 
     rows = pd.DataFrame(data_and_identity_checks())
     write_csv(rows, outputs["table"])
     claims = check_claims(rows, settings["scale"])
-    check_declared(claims, list(CLAIM_IDS["checks"]))
     write_claims(outputs["claims"], claims)
     print(f"templates checks: {sum(c.passed for c in claims)}/{len(claims)} claims pass")
 

@@ -575,7 +575,11 @@ def claims_23(inputs: dict, cfg: dict) -> list[Claim]:
 
 def check_claims(rows: pd.DataFrame, scale: str) -> list[Claim]:
     """Claims 1 and 2 from ``experiments.data_and_identity_checks``'s table: checks of this project's own
-    data and models (kind sanity)."""
+    data and models (kind sanity). The checks job writes them without the figure command, so they are checked
+    against the registry's declaration here."""
+    from featlearn.figure import check_declared
+    from featlearn.templates.registry import CLAIM_IDS
+
     data = rows[rows["check"] == "data"]
     ident = rows[rows["check"] == "identity"]
     pm1 = data[(data["kind"] == "regression") & (data["task"] != "random_r4")]  # tasks with ±1 labels
@@ -586,7 +590,7 @@ def check_claims(rows: pd.DataFrame, scale: str) -> list[Claim]:
     def sanity(cid, figure, statement, metric, measured, op, threshold, reason, **kw) -> Claim:
         return check(PAPER, cid, figure, statement, metric, measured, op, threshold, scale, kind="sanity", reason=reason, **kw)
 
-    return [
+    claims = [
         sanity("1-match", "data", "every generated sample matches its template (every task, train/val/test, 3 seeds)",
                "smallest fraction of samples matching their template", data["match_fraction"].min(), "==", 1.0,
                "exact: a sample is its template with the wildcards substituted"),
@@ -610,3 +614,5 @@ def check_claims(rows: pd.DataFrame, scale: str) -> list[Claim]:
                float((ident["extra_parameters"] - ident["expected_extra"]).abs().max()), "==", 0,
                "exact: two scalars (a_h, b_h) per head (the paper: '2 per head', Fig. 6)"),
     ]
+    check_declared(claims, list(CLAIM_IDS["checks"]))
+    return claims
