@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     from featlearn.templates.sweeps.bench import register as register_templates_bench
 
     register_templates_bench(sub)
+    from featlearn.lm_bench import register as register_lm_bench
+
+    register_lm_bench(sub)
     return parser
 
 
