@@ -313,8 +313,9 @@ def test_job_table_settings_and_inputs():
     assert fig2["sst_sa_mlp_scores"] == "r/features/train/sst_sa_mlp/scores.csv"
     assert fig2["theory_curves"] == "r/features/theory/curves.csv" and fig2["extracted_sst"] == "r/features/extracted/sst.csv"
     assert list(R.table_inputs("3", paths, ["sst", "sstwsub", "imdb"]).values()) == [
-        "r/features/train/sst_mlp/summary.csv", "r/features/train/imdb_mlp/summary.csv"]
-    assert len(R.table_inputs("5", paths, ["sst"])) == 5
+        "r/features/train/sst_mlp/summary.csv", "r/features/train/sst_mlp/metrics.csv",
+        "r/features/train/imdb_mlp/summary.csv", "r/features/train/imdb_mlp/metrics.csv"]
+    assert len(R.table_inputs("5", paths, ["sst"])) == 10
     # every figure's inputs are names the figures read
     for n in R.FIGURES:
         F.Inputs(R.figure_inputs(n, paths))

@@ -160,14 +160,16 @@ def figure_inputs(n: str, paths: Paths) -> dict[str, str]:
 
 def table_inputs(table: str, paths: Paths, datasets_on: list[str]) -> dict[str, str]:
     """Inputs of Table 6 (extracted units and split sizes), Table 3 (summaries of the MLP jobs on SST, IMDB,
-    AG News) or Table 5 (MLP, CNN, SA, MV, L-RNN on every dataset), for the datasets on."""
+    AG News) or Table 5 (MLP, CNN, SA, MV, L-RNN on every dataset), for the datasets on. Tables 3 and 5 also
+    read the jobs' metrics: their claims' baseline is the untrained network's accuracy at epoch 0."""
     datasets = [d for d in DATASETS if d in datasets_on]
     if table == "6":
         return {**{f"extracted_{d}": extracted(paths, d) for d in datasets},
                 **{f"stats_{d}": paths.prepared(d, "stats.json") for d in datasets}}
     models = ("mlp",) if table == "3" else ("mlp", "cnn", "sa", "mv", "lrnn")
     datasets = [d for d in datasets if not (table == "3" and d == "sstwsub")]
-    return {f"{d}_{m}_summary": job_table(paths, f"{d}_{m}") for d in datasets for m in models if f"{d}_{m}" in JOBS}
+    return {f"{d}_{m}_{t}": job_table(paths, f"{d}_{m}", t) for d in datasets for m in models if f"{d}_{m}" in JOBS
+            for t in ("summary", "metrics")}
 
 
 def lm_word_settings(lm: dict, dataset: str) -> dict:
