@@ -950,9 +950,11 @@ def measure_table3(inputs: Inputs, cfg: dict) -> list[Measured]:
                             paper_value=f"{paper[('relu', 'I')] - paper[('relu', 'II')]:.1f}"))
         for act in ("tanh", "gelu", "silu"):
             if act in acc.columns.get_level_values(0):
+                # the change of the seed-mean accuracy, as the paper's table compares means of trials
+                change = over_seeds(at(act, lo) - at(act, hi))
                 out.append(Measured(f"4-sst-{act}-stable", f"SST, MLP-{act}: test accuracy changes by <= 1.5 points from "
-                                    "setting I to II", "|acc(I) - acc(II)|, points",
-                                    **over_seeds((at(act, lo) - at(act, hi)).abs()), op="<=", threshold=1.5,
+                                    "setting I to II", "|mean acc(I) - mean acc(II)|, points",
+                                    **{**change, "value": abs(change["value"])}, op="<=", threshold=1.5,
                                     reason="[P] Table 3: changes of 0.0 (tanh), 0.1 (GeLU), 0.2 (SiLU) points; [project] "
                                            "1.5 points, about 1.1 binomial standard deviations of the difference of two "
                                            "runs on 1,821 test sentences",
