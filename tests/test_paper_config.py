@@ -35,7 +35,6 @@ TRAIN_TOKENS = {"ptb": 929_589, "wikitext2": 2_088_628, "wikitext103": 103_227_0
 # The PyTorch-tutorial LM of features Fig. 7, scan_snap Figs. 7/10 and joma Figs. 6/8: 20 streams x bptt 35.
 TUTORIAL_TOKENS_PER_STEP = 20 * 35
 
-SCAN_SNAP_DATASET = "issue 17: scan_snap Figs. 7 and 10 share the single key scan_snap.wikitext.dataset"
 JOMA_BUDGET = "issue 17: joma Figs. 6/8 share one `iterations` for every dataset"
 
 
@@ -190,16 +189,14 @@ EXPECTED: dict[str, list[tuple]] = {
         ("Figs6,11,12", "scan_snap.syn_medium.seq_len", 128, "[C] T = 128"),
         ("Figs6,11,12", "scan_snap.syn_medium.num_last", [1, 3, 5, 10], "[C] num_last (ref Fig. 6)"),
         # Fig. 7: WikiText-2, PyTorch-tutorial LM [ref Fig. 7]
-        ("Fig7", "scan_snap.wikitext.dataset", "wikitext2", "[P Sec. 8 Real-world Dataset][ref Fig. 7] WikiText-2",
-         f"{SCAN_SNAP_DATASET}; paper.yaml sets it to wikitext103 for Fig. 10, so Fig. 7 trains on WikiText-103 too"),
+        ("Fig7", "scan_snap.wikitext.fig7.dataset", "wikitext2", "[P Sec. 8 Real-world Dataset][ref Fig. 7] WikiText-2"),
         ("Fig7", "scan_snap.wikitext.fig7.iterations", 1500, "[ref][C] maps at 0, 500, 1000, 1500"),
         ("Fig7", "scan_snap.wikitext.fig7.map_steps", [0, 500, 1000, 1500], "[ref][C]"),
         ("Fig7", "scan_snap.wikitext.fig7.variants.1layer.n_layer", 1, "[P Sec. 8] 1-layer and multi-layer; [C]"),
         ("Fig7", "scan_snap.wikitext.seed", 1, "[D] config.yaml: one run"),
         # Fig. 10 (App. G): both WikiText-2 and WikiText-103, 1 layer, unified lr
-        ("Fig10", "scan_snap.wikitext.dataset", Datasets("wikitext2", "wikitext103"),
-         "[P App. G] 'two datasets, WikiText2 and WikiText103. We train both'",
-         f"{SCAN_SNAP_DATASET}; one dataset per scale: WikiText-103 only at paper scale, no WikiText-2 panel"),
+        ("Fig10", "scan_snap.wikitext.fig10.datasets", Datasets("wikitext2", "wikitext103"),
+         "[P App. G] 'two datasets, WikiText2 and WikiText103. We train both'"),
         ("Fig10", "scan_snap.wikitext.fig10.iterations", 6000, "[D] README: 6,000 in config/paper.yaml"),
         ("Fig10", "scan_snap.wikitext.seed", 1, "[D] config.yaml: one run per lr"),
         ("Fig10", "data.datasets.wikitext103.enabled", ON, "[D] README: WikiText-103 on in paper.yaml"),

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import csv
+from types import SimpleNamespace
 
 import pytest
 import yaml
+from snakemake.utils import update_config
 
 from featlearn.__main__ import main
 from featlearn.registry import CHECK, TABLE, Figure, Job, PaperRegistry, Paths
@@ -75,7 +77,26 @@ def test_scan_snap_registry_leaves_out_the_lm_figures_without_their_dataset():
     reg = scan_snap_registry(_config(), Paths("results"), dataset_on=lambda name: False)
     assert "scan_snap_wikitext" not in {j.name for j in reg.jobs}
     assert not {"7", "10"} & {f.id for f in reg.figures}
-    assert "scan_snap Figs. 7, 10" in reg.skipped
+    assert "scan_snap Fig. 7" in reg.skipped and "scan_snap Fig. 10 (wikitext2)" in reg.skipped
+
+
+def test_scan_snap_lm_runs_train_on_their_figures_datasets():
+    """Fig. 7 on WikiText-2 at every scale; Fig. 10 on each of its datasets (both of the paper's at paper scale)."""
+    config = _config()
+    update_config(config, yaml.safe_load((REPO / "config" / "paper.yaml").read_text()))
+    reg = scan_snap_registry(config, Paths("results"), dataset_on=lambda name: True)
+    job = next(j for j in reg.jobs if j.name == "scan_snap_wikitext")
+    variants = job.wildcards["variant"].split("|")
+    assert {v for v in variants if v.startswith("fig7_")} == {"fig7_1layer", "fig7_3layer"}
+    assert {v.split("_lr")[0] for v in variants if v.startswith("fig10_")} == {"fig10_wikitext2", "fig10_wikitext103"}
+    dataset_of = {v: job.inputs(SimpleNamespace(variant=v))["train"].split("/")[-2] for v in variants}
+    assert dataset_of["fig7_1layer"] == "wikitext2" and dataset_of["fig10_wikitext103_lr1"] == "wikitext103"
+    fig10 = next(f for f in reg.figures if f.id == "10")
+    assert fig10.settings["datasets"] == ["wikitext2", "wikitext103"] and len(fig10.inputs["logs"]) == 2 * len(fig10.settings["lrs"])
+    # WikiText-103 off: Fig. 10 keeps its WikiText-2 panel and says what it left out
+    reg = scan_snap_registry(config, Paths("results"), dataset_on=lambda name: name != "wikitext103")
+    assert next(f for f in reg.figures if f.id == "10").settings["datasets"] == ["wikitext2"]
+    assert "scan_snap Fig. 10 (wikitext103)" in reg.skipped
 
 
 def _decoder_table(path, deviation: float) -> str:

@@ -133,7 +133,7 @@ def test_scan_snap_smoke_outputs(smoke_run):
         assert (results / "figures" / "scan_snap" / f"fig{n}.png").stat().st_size > 1000
     rows = list(csv.DictReader(open(results / "scan_snap" / "claims.csv")))
     ids = {r["claim_id"] for r in rows}
-    for cid in ("gen_freq", "1b", "2", "4a", "7", "8a", "adam_subsets", "9a", "10", "11a", "th_h", "th_lnln", "th_t0", "wiki_freeze_1layer", "wiki_entropy_lr"):
+    for cid in ("gen_freq", "1b", "2", "4a", "7", "8a", "adam_subsets", "9a", "10", "11a", "th_h", "th_lnln", "th_t0", "wiki_freeze_1layer", "wiki_entropy_lr_wikitext2"):
         assert cid in ids
     assert all(r["scale"] == "smoke" and r["passed"] in ("True", "False") for r in rows)
     assert all(r["threshold_reason"] for r in rows)  # audited: every threshold has its reason

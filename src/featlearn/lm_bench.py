@@ -103,14 +103,14 @@ class Spec:
 def specs(config: dict, models=MODELS) -> list[Spec]:
     """The settings of every model the configs train (one per dataset, and per variant for scan_snap)."""
     from featlearn.features.registry import LM_CHAR_DATASET, lm_char_settings, lm_word_settings
-    from featlearn.scan_snap.registry import lm_variants
+    from featlearn.scan_snap.registry import lm_runs
 
     out = []
     for model in models:
         if model == "scan_snap_lm":
-            wiki = config["scan_snap"]["wikitext"]
-            variants = lm_variants(config["scan_snap"])
-            out += [Spec(model, f"{wiki['dataset']} {name}", wiki["dataset"], variants[f"fig7_{name}"]) for name in wiki["fig7"]["variants"]]
+            # Fig. 7's model variants (Fig. 10's runs are the 1-layer model at other learning rates)
+            out += [Spec(model, f"{dataset} {name[len('fig7_'):]}", dataset, settings)
+                    for name, (dataset, settings) in lm_runs(config["scan_snap"]).items() if name.startswith("fig7_")]
         elif model == "features_word":
             lm = config["features"]["lm"]
             out += [Spec(model, d, d, lm_word_settings(lm, d)) for d in lm["word"]["datasets"]]

@@ -21,6 +21,7 @@ from featlearn.scan_snap import figures as F
 from featlearn.scan_snap import metrics
 from featlearn.scan_snap.data import N_COMMON, N_DISTINCT, SequenceClasses
 from featlearn.scan_snap.experiments import LAYOUTS
+from featlearn.figure import write_outputs
 
 PAPER = "scan_snap"
 STEPS = list(range(0, 21, 2))
@@ -302,21 +303,29 @@ def test_fig7_claims_on_planted_attention_maps(tmp_path):
     assert_fails("scan_snap", F.claims_7({"maps": _maps(tmp_path, False)}, cfg), "wiki_freeze_1layer")
 
 
-def _logs(tmp_path, slope: float) -> list[str]:
+def _logs(tmp_path, slopes: dict[str, float]) -> list[str]:
+    """Fig. 10 logs, per dataset (in order) and learning rate: the final entropy moves by ``slope`` per lr step."""
     paths = []
-    for i, lr in enumerate((0.5, 2.0, 5.0)):
-        rows = [{"step": s, "metric": m, "layer": 0, "value": v}
-                for s in (0, 10)
-                for m, v in (("attention_entropy", 2.0 + (slope * i if s else 0.0)), ("val_loss", 5.0))]
-        path = tmp_path / f"log{i}.csv"
-        pd.DataFrame(rows).to_csv(path, index=False)
-        paths.append(str(path))
+    for dataset, slope in slopes.items():
+        for i, lr in enumerate((0.5, 2.0, 5.0)):
+            rows = [{"step": s, "metric": m, "layer": 0, "value": v}
+                    for s in (0, 10)
+                    for m, v in (("attention_entropy", 2.0 + (slope * i if s else 0.0)), ("val_loss", 5.0))]
+            path = tmp_path / f"log_{dataset}_{i}.csv"
+            pd.DataFrame(rows).to_csv(path, index=False)
+            paths.append(str(path))
     return paths
 
 
-def test_fig10_claim_on_planted_logs(tmp_path):
-    cfg = {"scale": "test", "lrs": [0.5, 2.0, 5.0]}
-    falling = F.claims_10({"logs": _logs(tmp_path, -0.2)}, cfg)
-    assert_passes("scan_snap", falling, "wiki_entropy_lr")
-    assert falling[0].verdict == "reproduced" and math.isnan(falling[0].baseline_measured)  # one init: no order
-    assert_fails("scan_snap", F.claims_10({"logs": _logs(tmp_path, 0.2)}, cfg), "wiki_entropy_lr")
+def test_fig10_claims_on_planted_logs(tmp_path):
+    cfg = {"scale": "test", "datasets": ["wikitext2", "wikitext103"], "lrs": [0.5, 2.0, 5.0]}
+    claims = F.claims_10({"logs": _logs(tmp_path, {"wikitext2": -0.2, "wikitext103": 0.2})}, cfg)
+    assert_passes("scan_snap", claims, "wiki_entropy_lr_wikitext2")
+    assert_fails("scan_snap", claims, "wiki_entropy_lr_wikitext103")
+    falling = {c.claim_id: c for c in claims}["wiki_entropy_lr_wikitext2"]
+    assert falling.verdict == "reproduced" and math.isnan(falling.baseline_measured)  # one init: no order
+    one = {"scale": "test", "datasets": ["wikitext2"], "lrs": [0.5, 2.0, 5.0]}
+    assert_fails("scan_snap", F.claims_10({"logs": _logs(tmp_path, {"wikitext2": 0.2})}, one), "wiki_entropy_lr_wikitext2")
+    with pytest.raises(ValueError, match="3 logs for 6"):
+        F.claims_10({"logs": _logs(tmp_path, {"wikitext2": 0.2})}, cfg)
+    write_outputs(F.draw_10({"logs": _logs(tmp_path, {"wikitext2": -0.2, "wikitext103": 0.2})}, cfg), [str(tmp_path / "f10.png")], 40)

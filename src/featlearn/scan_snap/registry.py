@@ -24,26 +24,33 @@ CLAIM_IDS = {
     "6": ("9a", "9b", "10", "11a"),
     "7": ("wiki_freeze_*",),
     "8": ("th_h",),
-    "10": ("wiki_entropy_lr",),
+    "10": ("wiki_entropy_lr_*",),
 }
 EXPERIMENTS = "featlearn.scan_snap.experiments"
 FIGURES = "featlearn.scan_snap.figures"
 
 
-def lm_variants(cfg: dict) -> dict[str, dict]:
-    """Settings of every WikiText LM run: Fig. 7's model variants and Fig. 10's learning rates."""
+def lm_runs(cfg: dict) -> dict[str, tuple[str, dict]]:
+    """Every WikiText LM run, by name: (its dataset, its settings). Fig. 7's model variants ``fig7_<name>`` on
+    ``fig7.dataset``; Fig. 10's learning rates ``fig10_<dataset>_lr<lr>`` on each of ``fig10.datasets``."""
     wiki = cfg["wikitext"]
     common = {"seed": wiki["seed"], "val_windows": wiki["val_windows"]}
     f7, f10 = wiki["fig7"], wiki["fig10"]
     budget7 = {k: f7[k] for k in ("iterations", "log_every", "checkpoint_every")}
     budget10 = {k: f10[k] for k in ("iterations", "log_every", "checkpoint_every")}
     return {
-        **{f"fig7_{name}": {**common, **v, **budget7} for name, v in f7["variants"].items()},
+        **{f"fig7_{name}": (f7["dataset"], {**common, **v, **budget7}) for name, v in f7["variants"].items()},
         **{
-            f"fig10_lr{lr:g}": {**common, "n_layer": 1, "dropout": f10["dropout"], "lr": lr, **budget10}
+            f"fig10_{dataset}_lr{lr:g}": (dataset, {**common, "n_layer": 1, "dropout": f10["dropout"], "lr": lr, **budget10})
+            for dataset in f10["datasets"]
             for lr in f10["lrs"]
         },
     }
+
+
+def lm_variants(cfg: dict) -> dict[str, dict]:
+    """Settings of every WikiText LM run (see :func:`lm_runs`)."""
+    return {name: settings for name, (_, settings) in lm_runs(cfg).items()}
 
 
 def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
@@ -92,35 +99,41 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
         figure("12", {"recall": syn_medium.outputs["recall"]}, claims=False),
     ]
 
-    # WikiText language models (Figs. 7, 10): one training job per variant.
+    # WikiText language models (Figs. 7, 10): one training job per run, each on its figure's dataset.
     wiki = cfg["wikitext"]
+    f7, f10 = wiki["fig7"], wiki["fig10"]
     skipped = {}
-    if dataset_on(wiki["dataset"]):
-        variants = lm_variants(cfg)
+    runs = {name: run for name, run in lm_runs(cfg).items() if dataset_on(run[0])}
+    if runs:
         lm_out = lambda kind: out("lm", f"{{variant}}_{kind}.csv")  # noqa: E731
+        files = (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))
         jobs.append(
             Job(
                 name="scan_snap_wikitext",
                 paper=PAPER,
                 run="featlearn.scan_snap.wikitext:run_variant",
-                inputs={k: paths.prepared(wiki["dataset"], f) for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))},
+                inputs=lambda wc: {k: paths.prepared(runs[wc.variant][0], f) for k, f in files},
                 outputs={"log": lm_out("log"), "maps": lm_out("maps")},
-                settings=lambda wc: variants[wc.variant],
+                settings=lambda wc: runs[wc.variant][1],
                 stem="wikitext_{variant}",
                 code=LM_CODE,
                 threads=cfg["threads"],
                 resources=Resources(mem_mb=6000, runtime=120, gpu=True),
-                wildcards={"variant": "|".join(variants)},
+                wildcards={"variant": "|".join(runs)},
                 work_dir=lambda wc: out("lm", f"{wc.variant}.resume"),
             )
         )
-        f7, f10 = wiki["fig7"], wiki["fig10"]
-        figures += [
-            figure("7", {"maps": [out("lm", f"fig7_{v}_maps.csv") for v in f7["variants"]]},
-                   settings={"variants": list(f7["variants"]), "map_steps": f7["map_steps"]}, claim_ids=CLAIM_IDS["7"]),
-            figure("10", {"logs": [out("lm", f"fig10_lr{lr:g}_log.csv") for lr in f10["lrs"]]}, settings={"lrs": f10["lrs"]},
-                   claim_ids=CLAIM_IDS["10"]),
-        ]
+    if dataset_on(f7["dataset"]):
+        figures.append(figure("7", {"maps": [out("lm", f"fig7_{v}_maps.csv") for v in f7["variants"]]},
+                              settings={"variants": list(f7["variants"]), "map_steps": f7["map_steps"]},
+                              claim_ids=CLAIM_IDS["7"]))
     else:
-        skipped["scan_snap Figs. 7, 10"] = f"dataset {wiki['dataset']} is switched off"
+        skipped["scan_snap Fig. 7"] = f"dataset {f7['dataset']} is switched off"
+    on10 = [d for d in f10["datasets"] if dataset_on(d)]
+    if on10:
+        figures.append(figure("10", {"logs": [out("lm", f"fig10_{d}_lr{lr:g}_log.csv") for d in on10 for lr in f10["lrs"]]},
+                              settings={"datasets": on10, "lrs": f10["lrs"]}, claim_ids=CLAIM_IDS["10"]))
+    for d in f10["datasets"]:
+        if d not in on10:
+            skipped[f"scan_snap Fig. 10 ({d})"] = f"dataset {d} is switched off"
     return PaperRegistry(PAPER, jobs=tuple(jobs), figures=tuple(figures), skipped=skipped)
