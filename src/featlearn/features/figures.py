@@ -464,7 +464,8 @@ def _measure_pairs(inputs: Inputs, cfg: dict, figure: str) -> list[Measured]:
     job, act, what = PAIRS[figure]
     lo, hi = sv[0], sv[1]
     df = with_polarity(select(final(inputs.job(job)), act, lo), units)
-    out = polarity_claims(df, f"{figure}-sst-{act}", f"SST, {what}, sigma_v={lo:g}")
+    # ids start with the reference's claim number (2: polarity, 3: the bias index), not the figure's
+    out = polarity_claims(df, f"2-sst-{'silu' if figure == '10' else 'adam'}", f"SST, {what}, sigma_v={lo:g}")
     b_hi, b_lo = betas(inputs, job, "sst", act, hi), betas(inputs, job, "sst", act, lo)
     if figure == "10":
         out.append(Measured("3-mlp-silu-balanced", f"MLP-SiLU: |beta(sigma_v={hi:g})| <= 0.15", "|beta(II)|",
@@ -472,7 +473,7 @@ def _measure_pairs(inputs: Inputs, cfg: dict, figure: str) -> list[Measured]:
                             reason="[project] the paper: 'SiLU can also prevent an induced bias' (App. C, Fig. 10); read "
                                    "as |beta| <= 0.15"))
     else:
-        out.append(Measured("11-adam-shift", f"Adam, MLP-ReLU: beta(sigma_v={hi:g}) >= beta(sigma_v={lo:g}) + 0.2",
+        out.append(Measured("3-adam-shift", f"Adam, MLP-ReLU: beta(sigma_v={hi:g}) >= beta(sigma_v={lo:g}) + 0.2",
                             "beta(II) - beta(I)", **over_seeds(b_hi - b_lo), op=">=", threshold=0.2, reason=SHIFT_REASON))
     return out
 

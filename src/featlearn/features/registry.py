@@ -71,8 +71,9 @@ FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "4": (("ag_news",), ("ag_news_sa",)),
 }
 TABLES = ("scores", "metrics", "summary")
-# The claims each figure and table may write (tables under "table<n>"); every id has a planted-negative and a
-# planted-positive test (tests/features/test_features_claims.py, test_features_lm.py).
+# The claims each figure and table may write (tables under "table<n>"); an id starts with the number of the
+# claim it checks (reference/features.md's list), and every id has a planted-negative and a planted-positive
+# test (tests/features/test_features_claims.py, test_features_lm.py).
 _POLARITY = ("means", "signs", "spearman")
 CLAIM_IDS = {
     "table6": ("1-*-size", "1-sst-pos-tokens", "1-sst-neg-tokens"),
@@ -81,8 +82,8 @@ CLAIM_IDS = {
     "2": (*(f"2-sst-{m}-{c}" for m in ("mlp", "cnn", "sa") for c in _POLARITY),
           "3-mlp-shift", "3-mlp-bias", "3-cnn-shift", "3-cnn-bias", "3-sa-balanced", "3-mlp-tanh-balanced",
           "3-mlp-gelu-balanced", "3-sa-mlp-bias", "10-mlp-relu-signs", "10-sa-signs", "10-flow-bias"),
-    "10": (*(f"10-sst-silu-{c}" for c in _POLARITY), "3-mlp-silu-balanced"),
-    "11": (*(f"11-sst-relu-{c}" for c in _POLARITY), "11-adam-shift"),
+    "10": (*(f"2-sst-silu-{c}" for c in _POLARITY), "3-mlp-silu-balanced"),
+    "11": (*(f"2-sst-adam-{c}" for c in _POLARITY), "3-adam-shift"),
     "13": tuple(f"2-imdb-{m}-{c}" for m in ("mlp", "cnn", "sa") for c in _POLARITY),
     "3": ("5-mv-pos-bigrams", "5-mv-neg-bigrams", "5-mv-sstwsub-accuracy"),
     "4": ("6-agnews-sa",),
