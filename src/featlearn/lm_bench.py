@@ -54,7 +54,7 @@ CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 # 33,278 and WikiText-103 267,735 word types with <eos> (Merity et al. 2016; pytorch/examples
 # word_language_model's Dictionary), PTB 10,000 words (Mikolov's PTB release), Tiny Shakespeare 65 characters
 # (nanoGPT's shakespeare_char). The templates GPT-2 trains on the word-level WikiText vocabulary, not GPT-2's
-# 50,257 BPE tokens (GPT-2's tokenizer files are not available offline; see featlearn.templates.gpt2).
+# 50,257 BPE tokens, as featlearn.templates.gpt2 builds it today.
 WIKITEXT2_VOCAB = 33_278
 WIKITEXT103_VOCAB = 267_735
 PTB_VOCAB = 10_000
