@@ -281,6 +281,12 @@ EXPECTED: dict[str, list[tuple]] = {
                 )),
             )
         ],
+        # the calibration of the identity multipliers [D]: trained as every sweep (5 seeds, 1000 epochs, the paper's
+        # transformer), so its choice holds for the paper-scale figures
+        ("calibration", "templates.sweeps.calibration.seeds", 5, "[D] config.yaml: as every sweep [P App. A, B]"),
+        ("calibration", "templates.sweeps.calibration.epochs", 1000, "[D] config.yaml: as every sweep [P App. A]"),
+        ("calibration", "templates.sweeps.calibration.transformer.d_emb", 128, "[D] the sweeps' transformer [P App. A]"),
+        ("calibration", "templates.sweeps.calibration.transformer.heads", 16, "[D] the sweeps' transformer [P App. A]"),
         # training-set sizes (the data) and swept sizes the paper names
         ("Fig2c", "templates.sweeps.fig2c.n", pow2(2, 13), "[P Fig. 2c][ref] n = 2^2..2^13"),
         ("Fig3c", "templates.sweeps.fig3c.n", pow2(2, 18), "[P Fig. 3c][ref] n = 2^2..2^18"),
@@ -333,7 +339,7 @@ SWEEP_FALLBACK = ("seeds", "epochs", "batch")  # figure_curves: own.get(key, cfg
 
 def lookup(config: dict, path: str):
     keys = path.split(".")
-    if keys[:2] == ["templates", "sweeps"] and keys[2].startswith("fig"):
+    if keys[:2] == ["templates", "sweeps"] and (keys[2].startswith("fig") or keys[2] == "calibration"):
         sweeps, own, rest = config["templates"]["sweeps"], config["templates"]["sweeps"][keys[2]], keys[3:]
         if rest[0] in SWEEP_FALLBACK:
             return own.get(rest[0], sweeps[rest[0]])

@@ -277,6 +277,27 @@ def test_vectorised_sweep_equals_single_runs(task, n, batch, looped):
         assert float(a[1].abs().max()) > 0
 
 
+def test_random_templates_are_drawn_per_run_and_stack():
+    """A random task with seed "per_run" gives each run its own templates (template seed = run seed) over one
+    vocabulary, names each run's templates in the table, and a run equals the same run trained alone."""
+    task = {"name": "random", "length": 5, "n_wildcards": 2, "n_regular": 2, "r": 2, "seed": S.PER_RUN}
+    (group,) = S.expand_groups(dict(task=task, model=TINY, variants=["vanilla"], n=[6], lrs=[1e-2], seeds=4, epochs=3,
+                                    batch=4, max_group=64, dtype="float64", progress=False))
+    assert group.per_run_templates and group.task.name == "random_L5_W2_X2_r2"
+    tasks = [S.run_task(group, run) for run in group.runs]
+    assert [t.templates for t in tasks] == [T.random_templates(5, 2, 2, 2, seed=s).templates for s in (1, 2, 3, 4)]
+    assert len({t.templates for t in tasks}) > 1
+    assert {len(d.vocab.regular) for d in S.group_data(group)} == {2}  # the whole alphabet X, used or not
+    res = S.train_group(group)
+    _compare(group, res, 2, group.runs[2])
+    rows = S._group_frame(group, res)
+    assert rows["templates"].tolist() == [S._templates(t) for t in tasks]
+    assert rows["templates"].iloc[0].count(":") == 2
+    with pytest.raises(ValueError, match="random templates"):
+        S.expand_groups(dict(task={"name": "aba_abb", "seed": S.PER_RUN}, model=TINY, variants=["vanilla"], n=[6],
+                             lrs=[1e-2], seeds=1, epochs=1, batch=4, max_group=64))
+
+
 def test_engine_loops_over_runs_only_for_large_cpu_transformer_groups():
     runs = [S.RunSpec(1, 1e-3)]
     big, small = S.LOOP_MIN_SAMPLES, S.LOOP_MIN_SAMPLES - 1

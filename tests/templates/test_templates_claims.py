@@ -238,8 +238,12 @@ def test_fig5_claims_on_planted_tables(tmp_path):
     good = _claims(F.claims_5, _fig5(vanilla, (0.5, 0.05, 0, 0, 0, 0)), tmp_path)
     assert_passes("templates", good.values(), "5-inverse-scaling", "5-vo")
     assert good["5-vo"].measured == 8 and "64: 16, 256: 32, 1024: inf" in good["5-inverse-scaling"].statement
-    # the constant predictor never reaches 0.5 at any d_emb: "never decreasing" holds for it too
-    assert _verdicts(good) == {"5-inverse-scaling": ND, "5-vo": REPRODUCED}
+    # the constant predictor never reaches 0.5 at any d_emb: it shows no order, so it cannot pass
+    assert _verdicts(good) == {"5-inverse-scaling": REPRODUCED, "5-vo": REPRODUCED}
+    assert math.isnan(good["5-inverse-scaling"].baseline_measured)
+    # a vanilla transformer that learns at one d_emb only shows no order either: unchecked, with the reason
+    never = _claims(F.claims_5, _fig5({64: (1, 1, 0.4, 0.1, 0, 0), 256: (1,) * 6, 1024: (1,) * 6}, (0.5, 0.05, 0, 0, 0, 0)), tmp_path)
+    assert never["5-inverse-scaling"].verdict == "unchecked" and "at 1 d_emb" in never["5-inverse-scaling"].note
     # the largest embedding learning fastest breaks inverse scaling; +VO reaching 0.1 only at n = 64
     bad = _claims(F.claims_5, _fig5(vanilla | {1024: (0, 0, 0, 0, 0, 0)}, (1, 1, 1, 0.5, 0.05, 0)), tmp_path)
     assert_fails("templates", bad.values(), "5-inverse-scaling", "5-vo")
@@ -361,6 +365,31 @@ def test_kernel_claims_on_planted_tables():
     assert not any(c.passed for c in KF.kernel_claims(_n_matrix(trans_se=0.0), "test"))
 
 
+def _krr(trans_last=0.1, mlp_last=1.0) -> pd.DataFrame:
+    """KRR test MSE at n = 8 and 512 for both kernels and two seeds (±0.01 around the planted means)."""
+    rows = []
+    for task in ("same_different", "aba_abb"):
+        for kernel, last in (("trans", trans_last), ("mlp", mlp_last)):
+            for n, mse in ((8, 1.0), (512, last)):
+                rows += [{"task": task, "kernel": kernel, "n": n, "seed": s, "train_mse": 0.0, "test_mse": mse + e}
+                         for s, e in SEED_NOISE.items()]
+    return pd.DataFrame(rows)
+
+
+def test_krr_generalisation_claims_on_planted_tables():
+    good = {c.claim_id: c for c in KF.krr_claims(_krr(), "test")}
+    assert_passes("templates", good.values(), "11e_krr_same_different", "11e_krr_aba_abb")
+    assert good["11e_krr_aba_abb"].measured == pytest.approx(0.1) and good["11e_krr_aba_abb"].verdict == REPRODUCED
+    assert good["11e_krr_aba_abb"].baseline_measured == pytest.approx(1.0) and good["11e_krr_aba_abb"].seeds == 2
+    bad = {c.claim_id: c for c in KF.krr_claims(_krr(trans_last=0.7), "test")}
+    assert_fails("templates", bad.values(), "11e_krr_same_different", "11e_krr_aba_abb")
+    # an MLP kernel that generalised too would make the claim show nothing about the transformer kernel
+    both = {c.claim_id: c for c in KF.krr_claims(_krr(mlp_last=0.2), "test")}
+    assert both["11e_krr_aba_abb"].passed and both["11e_krr_aba_abb"].verdict == ND
+    with pytest.raises(ValueError, match="two n or more"):
+        KF.krr_claims(_krr()[lambda d: d["n"] == 8], "test")
+
+
 def test_kernel_claims_need_their_rows():
     nm = _n_matrix()
     with pytest.raises(ValueError, match="majority_4"):
@@ -423,14 +452,47 @@ def test_every_claim_is_declared_and_has_a_reason(tmp_path):
         "8": _claims(F.claims_8, _fig8([(1e-3, 0.05, 0.1), (1e-1, 1.0, 1.1)]), tmp_path, lrs=[1e-3, 1e-1], n=[512, 2048]).values(),
         "17": _claims(F.claims_17, _majority_table(), tmp_path).values(),
         "23": _claims(F.claims_23, _majority_table(), tmp_path).values(),
-        "kernels": KF.kernel_claims(_n_matrix(), "test"),
+        "kernels": KF.kernel_claims(_n_matrix(), "test") + KF.krr_claims(_krr(), "test"),
     }
     for fig, claims in written.items():
         claims = list(claims)
         check_declared(claims, list(CLAIM_IDS[fig]))
         for c in claims:
             assert c.threshold_reason, c.claim_id
-            expected = "sanity" if fig == "checks" else "paper-theory" if fig == "kernels" else "paper"
+            expected = ("sanity" if fig == "checks" else "paper-theory" if c.claim_id.startswith("11d") else "paper")
             assert c.kind == expected, (c.claim_id, c.kind)
-            if c.kind == "paper" and fig != "kernels":
-                assert c.baseline in (F.CONSTANT, F.CONSTANT_TOKEN), c.claim_id
+            if c.kind == "paper" and c.verdict != "unchecked":
+                assert c.baseline in (F.CONSTANT, F.CONSTANT_TOKEN, KF.MLP_BASELINE), c.claim_id
+
+
+# ------------------------------------------------------------------------------------------ calibration (sanity)
+def _calibration(vo_best: float, kq_best: float) -> pd.DataFrame:
+    """Calibration runs: the scaled variant's validation loss is lowest at the planted best multiplier."""
+    rows = []
+    for axis, task, variant, best in (("vo_mult", "copy", "vo", vo_best), ("kq_mult", "aba_abb", "kq", kq_best)):
+        for value in (math.nan, 1.0, 10.0, 100.0):
+            for seed, eps in SEED_NOISE.items():
+                val = 1.2 if math.isnan(value) else (0.05 if value == best else 0.6)
+                rows.append(dict(axis=axis, panel=task, task=task, curve=f"{axis} {value:g}", value=value, lr=1e-3, seed=seed,
+                                 n=32, variant="vanilla" if math.isnan(value) else variant, val_loss=val + eps,
+                                 test_metric=val, metric="error" if task == "copy" else "mse"))
+    return pd.DataFrame(rows)
+
+
+def test_calibration_checks_that_the_configured_multipliers_are_its_choice(tmp_path):
+    configured = {"kq_mult": 10, "vo_mult": 100}
+    good = _claims(F.claims_calibration, _calibration(vo_best=100.0, kq_best=10.0), tmp_path, configured=configured)
+    check_declared(list(good.values()), list(CLAIM_IDS["calibration"]))
+    assert_passes("templates", list(good.values()), "calib-vo_mult", "calib-kq_mult")
+    assert all(c.kind == "sanity" for c in good.values())
+    bad = _claims(F.claims_calibration, _calibration(vo_best=10.0, kq_best=10.0), tmp_path, configured=configured)
+    assert_fails("templates", list(bad.values()), "calib-vo_mult")
+    assert bad["calib-vo_mult"].measured == 10.0 and "at the configured 100" in bad["calib-vo_mult"].note
+    # the vanilla rows never win, however low their loss: only the scaled variant's values are candidates
+    low_vanilla = _calibration(vo_best=100.0, kq_best=10.0)
+    low_vanilla.loc[low_vanilla["value"].isna(), "val_loss"] = 0.0
+    assert F.calibration_choice(low_vanilla) == {"vo_mult": 100.0, "kq_mult": 10.0}
+    off_grid = _claims(F.claims_calibration, _calibration(vo_best=100.0, kq_best=10.0), tmp_path,
+                       configured={"kq_mult": 3, "vo_mult": 100})
+    assert_fails("templates", list(off_grid.values()), "calib-kq_mult")
+    assert "not in the calibration grid" in off_grid["calib-kq_mult"].note

@@ -207,4 +207,5 @@ def test_figure_and_claims_from_tables(tmp_path):
                  "--claims-fn", "featlearn.templates.kernels.figures:claims_kernels", "--inputs", inputs,
                  "--figures", str(out), "--claims", str(claims), "--scale", "test", "--dpi", "40"]) == 0
     written = pd.read_csv(claims)
-    assert out.stat().st_size > 1000 and list(written["claim_id"]) == [f"11d_trans_{t}" for t in ("same_different", "aba_abb", "majority_4")]
+    assert out.stat().st_size > 1000 and list(written["claim_id"]) == [f"11d_trans_{t}" for t in ("same_different", "aba_abb", "majority_4")] + [
+        f"11e_krr_{t}" for t in krr["task"].unique()]

@@ -131,7 +131,7 @@ def test_swept_quantities_reach_the_settings():
     for grid, key in (("18", "length"), ("19", "n_wildcards"), ("20", "n_regular"), ("21", "r")):
         curves = figure_curves(grid, cfg)
         assert [s["task"][key] for _, s in curves] == AXIS_VALUES[key]
-        assert all(s["task"]["name"] == "random" and s["task"]["seed"] == 0 for _, s in curves)
+        assert all(s["task"]["name"] == "random" and s["task"]["seed"] == "per_run" for _, s in curves)
     # a grid's own schedule and transformer sizes override the shared ones
     cfg["fig3c"].update(epochs=7, seeds=3, transformer={"depth": 4})
     (_, s), = figure_curves("3c", cfg)
@@ -164,3 +164,33 @@ def test_nstar_ratio_is_conservative():
     assert nstar_ratio(512, 32, 8192) == 16
     assert nstar_ratio(math.inf, 32, 256) == 8  # vanilla not reached: lower bound n_max / n*(fast)
     assert math.isnan(nstar_ratio(512, math.inf, 8192))
+
+
+# ------------------------------------------------------------------ calibration of the identity multipliers
+
+
+def test_calibration_trains_each_multiplier_on_its_task_and_draws(tmp_path, one_thread):
+    import types
+
+    from featlearn.templates.sweeps.experiments import calibrate, calibration_curves
+    from featlearn.templates.sweeps.figures import claims_calibration, draw_calibration
+
+    cfg = {**TINY, "calibration": {"n": {"copy": 4, "aba_abb": 8}, "lrs": [1e-3], "mult": [1, 10], "epochs": 3}}
+    curves = calibration_curves(cfg)
+    got = [(s["task"]["name"], s["variants"], s["n"], s["model"].get("vo_mult"), s["model"].get("kq_mult"), s["epochs"]) for _, s in curves]
+    assert got == [
+        ("copy", ["vanilla"], [4], None, None, 3), ("copy", ["vo"], [4], 1.0, None, 3), ("copy", ["vo"], [4], 10.0, None, 3),
+        ("aba_abb", ["vanilla"], [8], None, None, 3), ("aba_abb", ["kq"], [8], None, 1.0, 3), ("aba_abb", ["kq"], [8], None, 10.0, 3),
+    ]
+    out = tmp_path / "calibration_runs.csv"
+    calibrate({"sweeps": cfg}, {}, {"runs": str(out)}, types.SimpleNamespace(device="cpu"))
+    runs = pd.read_csv(out)
+    assert set(runs["axis"]) == {"kq_mult", "vo_mult"} and (runs["figure"] == "calibration").all()
+    assert runs.loc[runs["variant"] == "vo", "vo_mult"].tolist() == [1.0, 10.0]
+    from featlearn.figure import write_outputs
+
+    settings = {"configured": {"kq_mult": 10, "vo_mult": 10}, "scale": "test"}
+    write_outputs(draw_calibration({"runs": str(out)}, settings), [str(tmp_path / "calibration.png")], 60)
+    assert (tmp_path / "calibration.png").stat().st_size > 1000
+    claims = claims_calibration({"runs": str(out)}, settings)
+    assert [c.claim_id for c in claims] == ["calib-kq_mult", "calib-vo_mult"]

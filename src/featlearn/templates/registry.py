@@ -49,8 +49,9 @@ CLAIM_IDS = {
     "25": ("8-mlp", "8-mlp-xxt"),
     "17": ("9-easy", "9-maj4", "9-maj68"),
     "8": ("10-large-lr", "10-best-lr"),
-    "kernels": ("11d_trans_*",),
+    "kernels": ("11d_trans_*", "11e_krr_*"),
     "6": ("12_*",),
+    "calibration": ("calib-vo_mult", "calib-kq_mult"),
 }
 
 SWEEP_CODE = ("templates/sweeps/experiments.py", "templates/sweeps/engine.py", "seeding.py", "templates/models.py", "templates/tasks.py")
@@ -95,8 +96,12 @@ class TemplatesRegistry(PaperRegistry):
 def sweep_settings(cfg: dict, grid: str) -> dict:
     """Settings of the training job of ``grid``: the shared sweep keys and the grid's own ``fig<grid>``."""
     sweeps = cfg["sweeps"]
-    shared = {k: v for k, v in sweeps.items() if not k.startswith("fig") and k != "threads"}
-    return {"grid": grid, "sweeps": {**shared, f"fig{grid}": sweeps[f"fig{grid}"]}}
+    return {"grid": grid, "sweeps": {**shared_sweep_keys(sweeps), f"fig{grid}": sweeps[f"fig{grid}"]}}
+
+
+def shared_sweep_keys(sweeps: dict) -> dict:
+    """The keys of ``templates.sweeps`` every training job reads (not the grids, the calibration or threads)."""
+    return {k: v for k, v in sweeps.items() if not k.startswith("fig") and k not in ("threads", "calibration")}
 
 
 def wikitext_logs(config: dict, paths: Paths, dataset_on) -> list[str]:
@@ -164,6 +169,33 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
                 claim_ids=CLAIM_IDS[fig] if fig in CLAIMED else (),
             )
         )
+
+    # The identity multipliers kq_mult, vo_mult: a calibration grid and its figure, whose sanity checks say whether
+    # the configured transformer.kq_mult and vo_mult are the values it chooses.
+    calib = Job(
+        name="templates_calibration",
+        paper=PAPER,
+        run=f"{SWEEPS}:calibrate",
+        outputs={"runs": out("sweeps", "calibration_runs.csv")},
+        settings={"sweeps": {**shared_sweep_keys(sweeps), "calibration": sweeps["calibration"]}},
+        stem="calibration",
+        code=SWEEP_CODE,
+        threads=sweeps["threads"],
+        resources=Resources(mem_mb=4000, runtime=60, gpu=True),
+    )
+    figures.append(
+        NamedFigure(
+            paper=PAPER,
+            id="calibration",
+            name="calibration",
+            inputs=dict(calib.outputs),
+            code=SWEEP_PLOT,
+            draw=f"{SWEEP_FIGURES}:draw_calibration",
+            claims=f"{SWEEP_FIGURES}:claims_calibration",
+            settings={"configured": {k: sweeps["transformer"][k] for k in ("kq_mult", "vo_mult")}},
+            claim_ids=CLAIM_IDS["calibration"],
+        )
+    )
 
     # Throughput of the sweep engine against one-at-a-time training (not part of the `templates` target):
     # `snakemake templates_bench` writes results/templates/bench.json and its benchmark file.
@@ -302,7 +334,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
 
     return TemplatesRegistry(
         PAPER,
-        jobs=(checks, sweep, bench, kernels, wikitext, finetune, heads),
+        jobs=(checks, sweep, calib, bench, kernels, wikitext, finetune, heads),
         figures=tuple(figures),
         skipped=skipped,
         job_claims=(checks.outputs["claims"],),

@@ -117,8 +117,10 @@ class TemplateTask:
 
     @property
     def regular_tokens(self) -> tuple[str, ...]:
-        """Regular tokens of the templates (and of next-token labels), in order of first appearance."""
-        seen: dict[str, None] = {}
+        """Regular tokens of the templates (and of next-token labels), in order of first appearance; a random
+        task's (T8) are its whole alphabet X (``n_regular`` tokens X0, X1, ...), so that every draw of its
+        templates has the same vocabulary."""
+        seen: dict[str, None] = dict.fromkeys(f"X{i}" for i in range(int(self.params.get("n_regular", 0))))
         for t in self.templates:
             for sym in t:
                 if sym not in self.wildcards:

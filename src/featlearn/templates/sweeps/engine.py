@@ -17,6 +17,11 @@ parameters); Adam is applied with a per-run learning rate, with exactly torch.op
 A group with mixed variants builds every run with both a_h and b_h; a run without +KQ (+VO) keeps its
 a_h (b_h) frozen at exactly 0, which is exactly the vanilla model (zero gradient => zero Adam step).
 
+Random templates (T8): a task ``{"name": "random", ..., "seed": "per_run"}`` draws its templates for each run
+from the run's seed (template seed s for run seed s), so a curve averages over template draws as well as data
+and init; the group's task is the seed-0 draw renamed without its seed (every draw has the same length, kind
+and vocabulary), and each row of the runs table names its run's templates.
+
 Determinism: run seed s gives data ``make_datasets(task, n, data_seed(s))``, init under
 ``torch.manual_seed(init_seed(s))`` and, when an epoch has several minibatches, per-run permutations
 from ``torch.Generator().manual_seed(shuffle_seed(s))``. A run trained alone (``train_reference``: plain
@@ -30,7 +35,7 @@ import itertools
 import math
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -44,6 +49,7 @@ from featlearn.templates.tasks import TaskData, TemplateTask, make_datasets, mak
 from featlearn.seeding import derived_seed
 
 VARIANTS = {"vanilla": (False, False), "kq": (True, False), "vo": (False, True), "kq_vo": (True, True)}
+PER_RUN = "per_run"  # the template seed of a random task drawn from each run's seed
 BETAS = (0.9, 0.999)
 EPS = 1e-8
 
@@ -94,6 +100,7 @@ class Group:
     curve_every: int = 0  # > 0: keep the evaluated values every curve_every epochs (multiple of eval_every)
     progress: bool = False
     looped: bool | None = None  # the runs' forwards one after another instead of vmap; None: ``auto_looped``
+    per_run_templates: bool = False  # random task: each run draws its templates from its own seed
 
     def __post_init__(self):
         if not self.runs:
@@ -133,8 +140,22 @@ class GroupResult:
 # --------------------------------------------------------------------------------------- pieces
 
 
+def run_task(group: Group, run: RunSpec) -> TemplateTask:
+    """The task of one run: the group's, or with ``per_run_templates`` the random templates of the run's seed."""
+    if not group.per_run_templates:
+        return group.task
+    return make_task("random", **{**group.task.params, "seed": run.seed, "noise": group.task.noise})
+
+
+def run_data(group: Group, run: RunSpec) -> TaskData:
+    return make_datasets(run_task(group, run), group.n, data_seed(run.seed), n_val=group.n_val, n_test=group.n_test)
+
+
 def group_data(group: Group) -> list[TaskData]:
-    return [make_datasets(group.task, group.n, data_seed(r.seed), n_val=group.n_val, n_test=group.n_test) for r in group.runs]
+    datas = [run_data(group, r) for r in group.runs]
+    if len({d.vocab.size for d in datas}) > 1:
+        raise ValueError(f"{group.task.name}: the runs' vocabularies differ in size; they cannot be stacked")
+    return datas
 
 
 def init_model(group: Group, run: RunSpec, vocab_size: int, structure: tuple[bool, bool] | None = None) -> torch.nn.Module:
@@ -364,7 +385,7 @@ def train_reference(group: Group, run: RunSpec) -> GroupResult:
     """One run alone, the plain way: its own nn.Module (vanilla structure unless its variant adds
     scalings), torch.optim.Adam, the same data, init, shuffling and best-epoch selection as the engine."""
     dev, kind = torch.device(group.device), group.task.kind
-    data = make_datasets(group.task, group.n, data_seed(run.seed), n_val=group.n_val, n_test=group.n_test)
+    data = run_data(group, run)
     model = init_model(group, run, data.vocab.size).to(dev)
     params = [p for name, p in model.named_parameters() if trainable_mask(group, run, name)]
     opt = torch.optim.Adam(params, lr=run.lr)
@@ -441,7 +462,13 @@ def expand_groups(settings: dict | SweepSettings) -> list[Group]:
     """The groups of a sweep: one per n (chunks of at most ``max_group`` runs), each holding every
     variant x learning rate x seed of that n (see :class:`SweepSettings`)."""
     s = settings if isinstance(settings, SweepSettings) else SweepSettings.parse(settings)
-    task = make_task(**dict(s.task))
+    spec = dict(s.task)
+    per_run = spec.get("seed") == PER_RUN
+    if per_run and spec.get("name") != "random":
+        raise ValueError(f"seed {PER_RUN!r} is for random templates, not task {spec.get('name')!r}")
+    task = make_task(**{**spec, "seed": 0}) if per_run else make_task(**spec)
+    if per_run:
+        task = replace(task, name=task.name.rsplit("_s", 1)[0])
     dtype = {"float32": torch.float32, "float64": torch.float64}[s.dtype]
     runs = [RunSpec(seed, float(lr), variant) for variant, lr, seed in itertools.product(s.variants, s.lrs, _seeds(s.seeds))]
     groups = []
@@ -464,6 +491,7 @@ def expand_groups(settings: dict | SweepSettings) -> list[Group]:
                     device=s.device,
                     curve_every=int(s.curve_every),
                     progress=bool(s.progress),
+                    per_run_templates=per_run,
                 )
             )
     return groups
@@ -477,6 +505,7 @@ def _group_frame(group: Group, res: GroupResult) -> pd.DataFrame:
             "kind": group.task.kind,
             "arch": group.arch,
             "variant": [r.variant for r in group.runs],
+            "templates": [_templates(run_task(group, r)) if group.task.params.get("r") else "" for r in group.runs],
             "n": group.n,
             "lr": [r.lr for r in group.runs],
             "seed": [r.seed for r in group.runs],
@@ -506,6 +535,11 @@ def _group_frame(group: Group, res: GroupResult) -> pd.DataFrame:
             "group_seconds": res.seconds,
         }
     )
+
+
+def _templates(task: TemplateTask) -> str:
+    """A random task's templates and labels, e.g. ``βαββα:+1 ααβαα:-1``."""
+    return " ".join(f"{''.join(t)}:{y:+.3g}" for t, y in zip(task.templates, task.labels))
 
 
 def _curve_frame(group: Group, res: GroupResult) -> pd.DataFrame:

@@ -21,7 +21,9 @@ Curves [P]; the paper's figure is named first:
 - 18-21: T8 random templates, two templates labelled ±1 unless r > 2: 18 template length L (|W| = 2,
   |X| = 0); 19 wildcard alphabet |W| (L = 5, |X| = 0); 20 regular-token alphabet |X| (L = 5, |W| = 2);
   21 number of templates r with centred Gaussian labels [D: L = 5, |W| = 3, |X| = 0; the paper's caption
-  of Fig. 21 repeats Fig. 20's]. The templates are drawn once per task (template seed 0) [D].
+  of Fig. 21 repeats Fig. 20's]. Each seed draws its own templates (template seed = run seed), so a curve
+  averages over draws [D: the paper does not say; one draw for every seed made a curve one draw's luck];
+  the runs table names each run's templates.
 - 22: T5, transformer, +KQ, +VO, +KQ,VO, depth-3 FCNet, RNN and LSTM. 25: T5, MLP vs MLP + vec(XX^T).
 """
 
@@ -34,7 +36,7 @@ import torch
 from featlearn.templates.models import build_model, count_parameters
 from featlearn.templates.registry import FIGURE_GRID, FIGURES, GRID_AXIS, GRIDS  # noqa: F401 (the one copy)
 from featlearn.io import write_csv
-from featlearn.templates.sweeps.engine import sweep_frames
+from featlearn.templates.sweeps.engine import PER_RUN, sweep_frames
 from featlearn.templates.tasks import TASKS, check_data, make_datasets, make_task
 
 T5 = {"name": "aba_abb"}
@@ -90,7 +92,7 @@ def _grid_entries(grid: str, values: list) -> list[dict]:
     if grid in RANDOM_BASE:
         base = RANDOM_BASE[grid]
         return [
-            one({"vanilla": f"{AXIS_LABEL[axis]} = {v}"}, task={"name": "random", **base, axis: v, "seed": 0}, value=v)
+            one({"vanilla": f"{AXIS_LABEL[axis]} = {v}"}, task={"name": "random", **base, axis: v, "seed": PER_RUN}, value=v)
             for v in values
         ]
     if grid == "22":
@@ -147,21 +149,72 @@ def figure_curves(fig: str, cfg: dict, device: str = "cpu") -> list[tuple[dict, 
 
 def run_figure(fig: str, cfg: dict, out: str, device: str = "cpu") -> None:
     """Train every curve of the grid behind figure ``fig`` and write one row per run to ``out``."""
+    runs = _train_curves(figure_curves(fig, cfg, device), f"grid {FIGURE_GRID[fig]}")
+    runs["figure"] = FIGURE_GRID[fig]
+    write_csv(runs.drop(columns=["group_seconds"]), out)  # no wall time: the table is byte-identical across runs
+
+
+# ------------------------------------------------------------------------------------ identity multipliers
+# The calibration of kq_mult and vo_mult (see models.py): the copy task (T3, Fig. 5b's +VO) over vo_mult and
+# αβα vs αββ (T5, the +KQ of Figs. 2c and 22) over kq_mult, each at its own n, every other setting the shared
+# sweep one. The value of each multiplier is chosen by the lowest seed-mean validation loss (own alphabet,
+# disjoint from the test alphabet [P App. A]), as a learning rate is.
+CALIBRATED = {"vo_mult": ("copy", "vo", "(a) copy (T3), Transformer +VO"), "kq_mult": ("aba_abb", "kq", "(b) αβα vs αββ (T5), Transformer +KQ")}
+
+
+def calibration_curves(cfg: dict, device: str = "cpu") -> list[tuple[dict, dict]]:
+    """(meta, expand_groups settings) of the calibration runs: per calibrated multiplier, the vanilla
+    transformer once and the scaled variant at every value of ``mult``. ``cfg`` is ``templates.sweeps``
+    (its ``calibration`` key: n per task, lrs, mult, optionally epochs and seeds)."""
+    own = cfg["calibration"]
+    base = dict(cfg["transformer"])
+    curves = []
+    for key, (task, variant, panel) in CALIBRATED.items():
+        entries = [({"vanilla": "Transformer"}, math.nan, {})]
+        entries += [({variant: f"{key} {m:g}"}, float(m), {key: float(m)}) for m in own["mult"]]
+        for labels, value, model in entries:
+            settings = {
+                "task": {"name": task},
+                "arch": "transformer",
+                "model": {**base, **model},
+                "variants": list(labels),
+                "n": [int(own["n"][task])],
+                "lrs": list(own["lrs"]),
+                "seeds": own.get("seeds", cfg["seeds"]),
+                "epochs": own.get("epochs", cfg["epochs"]),
+                "batch": cfg["batch"],
+                "trainable": None,
+                "device": device,
+                "max_group": cfg["max_group"],
+                "progress": True,
+            }
+            curves.append(({"labels": labels, "panel": panel, "axis": key, "value": value}, settings))
+    return curves
+
+
+def _train_curves(curves: list[tuple[dict, dict]], title: str):
+    """Train every curve; one row per run with its curve label, panel, swept quantity and value."""
     import pandas as pd
 
     frames = []
-    for meta, settings in figure_curves(fig, cfg, device):
+    for meta, settings in curves:
         labels = meta["labels"]
-        print(f"templates grid {FIGURE_GRID[fig]}: {settings['task']['name']} {', '.join(dict.fromkeys(labels.values()))}", flush=True)
+        print(f"templates {title}: {settings['task']['name']} {', '.join(dict.fromkeys(labels.values()))}", flush=True)
         runs, _ = sweep_frames(settings)
         runs.insert(0, "curve", runs["variant"].map(labels))
         runs.insert(1, "panel", meta["panel"])
         runs.insert(2, "axis", meta["axis"])
         runs.insert(3, "value", meta["value"])
         frames.append(runs)
-    runs = pd.concat(frames, ignore_index=True)
-    runs["figure"] = FIGURE_GRID[fig]
-    write_csv(runs.drop(columns=["group_seconds"]), out)  # no wall time: the table is byte-identical across runs
+    return pd.concat(frames, ignore_index=True)
+
+
+def calibrate(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Compute job ``templates_calibration``: the runs of ``calibration_curves`` (settings: ``sweeps``, the
+    shared keys of ``templates.sweeps`` with its ``calibration``) to ``outputs["runs"]``."""
+    runs = _train_curves(calibration_curves(settings["sweeps"], ctx.device), "calibration")
+    runs["figure"] = "calibration"
+    write_csv(runs.drop(columns=["group_seconds"]), outputs["runs"])
 
 
 def sweep(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
