@@ -324,6 +324,9 @@ EXPECTED: dict[str, list[tuple]] = {
         ("Fig6", "templates.gpt2.wikitext.block", 1024, "[ref] blocks of 1024"),
         ("Fig6", "templates.gpt2.wikitext.batch", 8, "[ref] batch 8"),
         ("Fig6", "templates.gpt2.wikitext.seed", 1, "[D] config.yaml: one run per variant"),
+        ("Fig6", "templates.gpt2.wikitext.tokenizer", "gpt2", "[P Fig. 6] GPT-2 117M: GPT-2's BPE vocabulary"),
+        ("Fig6", "templates.gpt2.wikitext.kq_mask_diag", True, "[C] mask_diag_wkwq = True in the authors' GPT-2 script"),
+        ("Fig6", "data.datasets.gpt2.enabled", ON, "[D] config.yaml: auto (GPT-2's tokenizer files)"),
         ("Fig6", "data.datasets.wikitext103.enabled", ON, "[D] README: WikiText-103 on in paper.yaml"),
         # Figs. 7 and 24: pretrained GPT-2 fine-tuned on T5 [P]; recipe [D]
         ("Figs7,24", "templates.gpt2.pretrained.models", Keys("gpt2", "gpt2-medium", "gpt2-large"),

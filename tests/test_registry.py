@@ -8,7 +8,7 @@ HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
 def test_every_dataset_of_the_papers_is_registered():
-    assert set(DATASETS) == {"sst", "imdb", "ag_news", "wikitext2", "wikitext103", "ptb", "tinyshakespeare"}
+    assert set(DATASETS) == {"sst", "imdb", "ag_news", "wikitext2", "wikitext103", "ptb", "tinyshakespeare", "gpt2"}
 
 
 def test_every_raw_file_has_checksums_and_urls():

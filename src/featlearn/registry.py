@@ -29,6 +29,9 @@ class Paths:
     def paper(self, paper: str, *parts: str) -> str:
         return "/".join((self.results, paper, *parts))
 
+    def raw(self, dataset: str, filename: str) -> str:
+        return f"{self.results}/data/raw/{dataset}/{filename}"
+
     def prepared(self, name: str, filename: str) -> str:
         return f"{self.results}/data/prepared/{name}/{filename}"
 

@@ -62,9 +62,12 @@ def test_identity_scalings_receive_gradients_and_change_the_output():
         assert float((idm(input_ids=x).logits - before).abs().max()) > 1e-4
 
 
-def test_scaled_attention_is_the_equation():
-    """logits_h = q k^T / sqrt(d_head) + a_h x x^T (causal), out = c_proj(A V) + Σ_h b_h A_h x."""
+@pytest.mark.parametrize("mask_diag", [True, False], ids=["diag-masked", "as-printed"])
+def test_scaled_attention_is_the_equation(mask_diag):
+    """logits_h = q k^T / sqrt(d_head) + a_h M(x x^T) (causal), out = c_proj(A V) + Σ_h b_h A_h x, with M zeroing the
+    diagonal (the authors' GPT-2 setting) or not."""
     cfg = tiny_config()
+    cfg.kq_mask_diag = mask_diag
     torch.manual_seed(0)
     attn = G.IdentityScaledGPT2Attention(cfg, layer_idx=0).eval()
     with torch.no_grad():
@@ -77,7 +80,10 @@ def test_scaled_attention_is_the_equation():
     want = torch.zeros_like(x)
     for h in range(H):
         s = slice(h * dh, (h + 1) * dh)
-        logits = q[..., s] @ k[..., s].transpose(1, 2) / math.sqrt(dh) + attn.kq_scale[h] * x @ x.transpose(1, 2)
+        xxt = x @ x.transpose(1, 2)
+        if mask_diag:
+            xxt = xxt * (1 - torch.eye(5))
+        logits = q[..., s] @ k[..., s].transpose(1, 2) / math.sqrt(dh) + attn.kq_scale[h] * xxt
         logits = logits.masked_fill(~torch.ones(5, 5, dtype=torch.bool).tril(), -math.inf)
         Ah = logits.softmax(-1)
         assert torch.allclose(A[:, h], Ah, atol=1e-6)
@@ -118,7 +124,31 @@ def lm_files(tmp_path_factory):
 
 LM = {"n_layer": 2, "n_embd": 32, "n_head": 2, "block": 16, "dropout": 0.1, "batch": 8, "lr": 3e-3, "weight_decay": 0.0,
       "epochs": 1, "steps": 40, "eval_every": 10, "val_blocks_log": 8, "val_blocks": None, "eval_batch": 16,
-      "checkpoint_every": 10, "seed": 3}
+      "checkpoint_every": 10, "seed": 3, "tokenizer": "word", "kq_mask_diag": True}
+
+
+def test_build_lm_sets_the_diagonal_mask():
+    masked = G.build_lm(tiny_config(), "identity", seed=0)
+    printed = G.build_lm(tiny_config(), "identity", seed=0, mask_diag=False)
+    assert all(b.attn.mask_diag for b in G.gpt2_blocks(masked)) and not any(b.attn.mask_diag for b in G.gpt2_blocks(printed))
+
+
+def test_gpt2_bpe_is_gpt2s_tokenizer(shared_data):
+    GPT2_FILES = shared_data / "gpt2"
+    if not (GPT2_FILES / "encoder.json").is_file():
+        pytest.skip("GPT-2's tokenizer files are not in the data mirror")
+    tok = G.gpt2_tokenizer(GPT2_FILES / "encoder.json", GPT2_FILES / "vocab.bpe")
+    assert tok.get_vocab_size() == 50_257
+    # the first line of WikiText-2 in GPT-2's tokenization (also transformers' GPT2TokenizerFast's ids)
+    ids = G.bpe_ids(iter([" = Valkyria Chronicles III = ", " "]), tok, batch=1)
+    assert ids.tolist() == [796, 569, 18354, 7496, 17740, 6711, 796, 220, 198, 220, 198]
+    assert ids.dtype == torch.int64 and tok.decode(ids.tolist()) == " = Valkyria Chronicles III = \n \n"
+    try:  # transformers' own class where its constructor takes the two files (its keywords changed in 5.0)
+        ref = transformers.GPT2TokenizerFast(vocab=str(GPT2_FILES / "encoder.json"), merges=str(GPT2_FILES / "vocab.bpe"))
+    except TypeError:
+        ref = transformers.GPT2TokenizerFast(vocab_file=str(GPT2_FILES / "encoder.json"), merges_file=str(GPT2_FILES / "vocab.bpe"))
+    text = ["The tower is 324 metres ( 1 @,@ 063 ft ) tall . \n", " <unk> and émigré \n"]
+    assert [e.ids for e in tok.encode_batch(text)] == ref(text)["input_ids"]
 
 
 def test_tiny_training_lowers_the_loss_and_writes_the_log(tmp_path, lm_files):
@@ -308,3 +338,14 @@ def test_finetune_on_t5_and_heads_on_a_cached_model(hub, tmp_path):
     write_outputs(fig7, [str(tmp_path / "fig7.png")], 40)
     write_outputs(GF.draw_24({"finetune": [paths["pretrained"]]}, {"scale": "test"}), [str(tmp_path / "fig24.png")], 40)
     assert (tmp_path / "fig7.png").stat().st_size > 1000 and (tmp_path / "fig24.png").stat().st_size > 1000
+
+
+def test_paper_scale_fig6_model_has_gpt2_smalls_parameter_count():
+    """12 layers, d 768, 12 heads, blocks of 1024 over GPT-2's 50,257 BPE tokens (tied embeddings): the 124,439,808
+    parameters of the public `gpt2` checkpoint (the paper's "117M"), plus 2 per head with the identity scalings."""
+    cfg = G.small_config(G.GPT2_VOCAB, 12, 768, 12, 1024, 0.1)
+    with torch.device("meta"):
+        van = transformers.GPT2LMHeadModel(cfg)
+        idm = G.add_identity_scalings(transformers.GPT2LMHeadModel(cfg))
+    assert G.count_parameters(van) == 124_439_808
+    assert G.count_parameters(idm) - G.count_parameters(van) == 2 * 12 * 12

@@ -51,7 +51,7 @@ for _name, _status in DATASET_STATUS.items():
             if any(PREPARED[n].raw == _name for n in names)
         )
         SKIPPED[f"dataset {_name}"] = (
-            f"{_status.reason}; figures of {', '.join(_users)} that need it are skipped"
+            f"{_status.reason}; figures of {', '.join(_users) or 'the papers'} that need it are skipped"
         )
 
 
@@ -75,8 +75,9 @@ def prepared_stats():
 
 
 def dataset_on(name):
-    """Whether prepared dataset ``name`` is available in this run (paper rules test this)."""
-    return PREPARED_ON[name]
+    """Whether prepared dataset ``name`` (or a raw-only registry entry such as ``gpt2``) is available in this
+    run (paper rules test this)."""
+    return PREPARED_ON[name] if name in PREPARED_ON else DATASET_STATUS[name].enabled
 
 
 def report_figure(stem, category, caption):

@@ -166,11 +166,7 @@ def prepare(
 
     if name in ("wikitext2", "ptb", "wikitext103"):
         def opener(split: str) -> Callable:
-            if name == "wikitext103":
-                source = (files["wikitext-103-v1.zip"], f"wiki.{split}.tokens")
-            else:
-                source = (files[f"wiki.{split}.tokens" if name == "wikitext2" else f"ptb.{split}.txt"], None)
-            return lambda: _token_lines(*source)
+            return lambda: _token_lines(*lm_source(name, files, split))
 
         return _prepare_lm(out_dir, {s: opener(s) for s in spec.splits}, {})
 
@@ -186,6 +182,20 @@ def prepare(
         )
 
     raise KeyError(name)
+
+
+def lm_source(name: str, files: dict[str, Path], split: str) -> tuple[Path, str | None]:
+    """(file, zip member or None) holding the text of one split of a word-level LM set."""
+    if name == "wikitext103":
+        return files["wikitext-103-v1.zip"], f"wiki.{split}.tokens"
+    return files[f"wiki.{split}.tokens" if name == "wikitext2" else f"ptb.{split}.txt"], None
+
+
+def lm_text_lines(name: str, raw_dir: str | os.PathLike, split: str, verify: bool = True):
+    """Context manager over the lines (without their newline) of one split of a word-level LM set, as in its raw
+    file: what a subword tokenizer reads (``templates`` Fig. 6 with GPT-2's BPE)."""
+    files = _raw_paths(Path(raw_dir), PREPARED[name].raw, verify)
+    return parsers.open_lm_text(*lm_source(name, files, split))
 
 
 @contextlib.contextmanager

@@ -237,6 +237,24 @@ DATASETS: dict[str, Dataset] = {
 }
 
 
+# GPT-2's byte-level BPE tokenizer (OpenAI's release; the Hugging Face `gpt2` repository's vocab.json and merges.txt
+# are the same files): 50,257 tokens, 50,000 merges. Checksums: the sha256 that tiktoken (encoding "gpt2") requires
+# of these URLs. Used by templates Fig. 6 to train GPT-2 on WikiText with GPT-2's own vocabulary.
+DATASETS["gpt2"] = Dataset(
+    "gpt2",
+    "gpt2",
+    "GPT-2 byte-level BPE tokenizer files (Radford et al. 2019): encoder.json and vocab.bpe",
+    tuple(
+        RawFile("gpt2", name, (Source(f"https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/{name}"),),
+                (Checksum(sha256, size, name),))
+        for name, sha256, size in (
+            ("encoder.json", "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783", 1_042_301),
+            ("vocab.bpe", "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5", 456_318),
+        )
+    ),
+)
+
+
 def get_dataset(name: str) -> Dataset:
     try:
         return DATASETS[name]

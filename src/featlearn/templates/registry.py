@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from featlearn.data.registry import DATASETS
 from featlearn.registry import Figure, Job, PaperRegistry, Paths, Resources
 
 PAPER = "templates"
@@ -105,8 +106,12 @@ def shared_sweep_keys(sweeps: dict) -> dict:
 
 
 def wikitext_logs(config: dict, paths: Paths, dataset_on) -> list[str]:
-    """Fig. 6's inputs: one log per (available WikiText dataset, variant)."""
-    datasets = [d for d in config[PAPER]["gpt2"]["wikitext"]["datasets"] if dataset_on(d)]
+    """Fig. 6's inputs: one log per (available WikiText dataset, variant); none when the GPT-2 tokenizer it is
+    configured to use is not available."""
+    wiki = config[PAPER]["gpt2"]["wikitext"]
+    if wiki["tokenizer"] == "gpt2" and not dataset_on("gpt2"):
+        return []
+    datasets = [d for d in wiki["datasets"] if dataset_on(d)]
     return [paths.paper(PAPER, "gpt2_wikitext", d, f"{v}.csv") for d in datasets for v in WIKI_VARIANTS]
 
 
@@ -249,11 +254,30 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
     wiki, pre = gcfg["wikitext"], gcfg["pretrained"]
     offline = config["data"]["offline"]
     wiki_settings = {k: v for k, v in wiki.items() if k not in ("datasets", "threads", "mem_mb")}
+    bpe_out = lambda split: out("gpt2_bpe", "{dataset}", f"{split}.pt")  # noqa: E731
+    gpt2_files = {"encoder": paths.raw("gpt2", "encoder.json"), "merges": paths.raw("gpt2", "vocab.bpe")}
+    bpe = Job(
+        name="templates_gpt2_bpe",
+        paper=PAPER,
+        run=f"{GPT2}:bpe",
+        inputs=lambda wc: {"raw": [paths.raw(wc.dataset, f.name) for f in DATASETS[wc.dataset].files], **gpt2_files},
+        outputs={"train": bpe_out("train"), "valid": bpe_out("valid"), "stats": out("gpt2_bpe", "{dataset}", "stats.json")},
+        settings=lambda wc: {"dataset": wc.dataset},
+        stem="gpt2_bpe/{dataset}",
+        code=("templates/gpt2/experiments.py", "data/prepare.py", "data/parsers.py"),
+        threads=1,
+        resources=Resources(mem_mb=lambda wc: 16000 if wc.dataset == "wikitext103" else 4000, runtime=60),
+        wildcards={"dataset": "wikitext2|wikitext103"},
+    )
+    if wiki["tokenizer"] == "gpt2":  # GPT-2's BPE ids; the vocabulary size from its encoder.json
+        wiki_inputs = {"train": bpe_out("train"), "valid": bpe_out("valid"), "vocab": gpt2_files["encoder"]}
+    else:
+        wiki_inputs = {k: paths.prepared("{dataset}", f) for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))}
     wikitext = Job(
         name="templates_gpt2_wikitext",
         paper=PAPER,
         run=f"{GPT2}:wikitext",
-        inputs={k: paths.prepared("{dataset}", f) for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))},
+        inputs=wiki_inputs,
         outputs={"log": out("gpt2_wikitext", "{dataset}", "{variant}.csv")},
         settings=lambda wc: {**wiki_settings, "variant": wc.variant},
         stem="gpt2_wikitext/{dataset}/{variant}",
@@ -295,7 +319,10 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
     skipped = {}
     # Fig. 6 is a figure and a table at once: its rule stays in templates.smk (see wikitext_logs).
     if not wikitext_logs(config, paths, dataset_on):
-        skipped["templates Fig. 6"] = f"none of the WikiText datasets {wiki['datasets']} is available"
+        skipped["templates Fig. 6"] = (
+            "GPT-2's BPE tokenizer files (data.datasets.gpt2) are not available; set templates.gpt2.wikitext.tokenizer "
+            "to word for the word-level vocabulary" if wiki["tokenizer"] == "gpt2" and not dataset_on("gpt2")
+            else f"none of the WikiText datasets {wiki['datasets']} is available")
 
     # Figs. 7 and 24: public checkpoints that are cached or downloadable.
     ckpts, left_out = pretrained(config)
@@ -334,7 +361,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
 
     return TemplatesRegistry(
         PAPER,
-        jobs=(checks, sweep, calib, bench, kernels, wikitext, finetune, heads),
+        jobs=(checks, sweep, calib, bench, kernels, bpe, wikitext, finetune, heads),
         figures=tuple(figures),
         skipped=skipped,
         job_claims=(checks.outputs["claims"],),

@@ -5,19 +5,22 @@ replaced by W_K W_Q^T + a_h I and W_V W_O^T by W_V W_O^T + b_h I, with a_h, b_h 
 0, the same definitions as ``featlearn.templates.models.IdentityScaledAttention``. With x the LN'd block input
 (ln_1 output) of one sequence, x ∈ R^{T×d}, head h computes
 
-    logits_h = (x W_Q,h)(x W_K,h)^T / sqrt(d_head) + a_h · x x^T          (+KQ, not divided by sqrt(d_head) [C])
+    logits_h = (x W_Q,h)(x W_K,h)^T / sqrt(d_head) + a_h · M(x x^T)       (+KQ, not divided by sqrt(d_head) [C])
     A_h      = softmax(logits_h + causal mask)
     out      = c_proj(concat_h A_h x W_V,h) + Σ_h b_h · A_h x                 (+VO)
 
-so that at a = b = 0 the model is vanilla GPT-2 and the parameter count grows by exactly 2·L·H (288 for
+where M zeroes the diagonal of x x^T (``mask_diag``, the authors' GPT-2 setting [C: mask_diag_wkwq = True in
+their training script]: a token's similarity with itself is left to the learned W_K W_Q^T) or is the identity
+(``mask_diag`` false, the equation as printed). At a = b = 0 the model is vanilla GPT-2 and the parameter count grows by exactly 2·L·H (288 for
 GPT-2 small [P Fig. 6]). The scaled attention is a subclass of transformers' ``GPT2Attention`` swapped into
 every block (eager attention; no key/value cache: the model is trained and evaluated, never sampled).
 
 Fig. 6 [P]: GPT-2 from scratch, vanilla vs identity-scaled, same recipe (AdamW lr 3e-4, constant lr, batch 8,
-blocks of 1024 tokens, 20 epochs), validation perplexity on WikiText. Here the prepared word-level WikiText
-ids are used [D]: GPT-2's BPE tokenizer files cannot be fetched offline, so perplexities are per word over the
-word-level vocabulary and are not comparable in value with the paper's BPE perplexities (only the ordering of
-the two variants is).
+blocks of 1024 tokens, 20 epochs), validation perplexity on WikiText. ``tokenizer: gpt2`` (the default) encodes
+WikiText with GPT-2's own byte-level BPE (50,257 tokens; files of the data registry's ``gpt2`` entry), each
+line of the raw token file as it stands (with its newline), as the authors' run_clm-based script does with the
+Hugging Face ``wikitext-2-v1`` (tokenized) set [C]; perplexity is then per BPE token, as the paper's. ``word``
+uses the prepared word-level ids (perplexity per word, not comparable in value with the paper's).
 
 Figs. 7 and 24: public pretrained GPT-2 checkpoints (``from_pretrained(name, revision=...)`` into a cache
 folder) against the same architecture from random init, fine-tuned on T5 (αβα vs αββ). [D] (the paper does not
@@ -60,6 +63,7 @@ class IdentityScaledGPT2Attention(GPT2Attention):
         # zeros draw nothing from the RNG: swapping this module in keeps the vanilla model's weights and stream
         self.kq_scale = nn.Parameter(torch.zeros(self.num_heads))
         self.vo_scale = nn.Parameter(torch.zeros(self.num_heads))
+        self.mask_diag = bool(getattr(config, "kq_mask_diag", True))
 
     def forward(self, hidden_states, past_key_values=None, attention_mask=None, **kwargs):
         if past_key_values is not None:
@@ -70,8 +74,11 @@ class IdentityScaledGPT2Attention(GPT2Attention):
         B, T, _ = x.shape
         q, k, v = (t.view(B, T, self.num_heads, self.head_dim).transpose(1, 2) for t in self.c_attn(x).split(self.split_size, dim=2))
         logits = (q @ k.transpose(-1, -2)) * self.scaling
-        # W_K W_Q^T + a_h I: adds a_h x x^T to every head's logits
-        logits = logits + self.kq_scale.view(1, -1, 1, 1).to(x.dtype) * (x @ x.transpose(-1, -2)).unsqueeze(1)
+        # W_K W_Q^T + a_h I: adds a_h x x^T (its diagonal zeroed with mask_diag) to every head's logits
+        xxt = x @ x.transpose(-1, -2)
+        if self.mask_diag:
+            xxt = xxt.masked_fill(torch.eye(T, dtype=torch.bool, device=x.device), 0.0)
+        logits = logits + self.kq_scale.view(1, -1, 1, 1).to(x.dtype) * xxt.unsqueeze(1)
         causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
         logits = logits.masked_fill(~causal, torch.finfo(logits.dtype).min)
         if attention_mask is not None and attention_mask.dim() == 4:  # additive padding mask (0 or very negative)
@@ -90,9 +97,11 @@ def gpt2_blocks(model: nn.Module):
     return body.h
 
 
-def add_identity_scalings(model: nn.Module) -> nn.Module:
-    """Swap IdentityScaledGPT2Attention (a = b = 0) into every block of ``model``, in place, keeping its weights."""
+def add_identity_scalings(model: nn.Module, mask_diag: bool = True) -> nn.Module:
+    """Swap IdentityScaledGPT2Attention (a = b = 0) into every block of ``model``, in place, keeping its weights;
+    ``mask_diag``: zero the diagonal of x x^T in the +KQ term (the authors' GPT-2 setting)."""
     config = model.config
+    config.kq_mask_diag = bool(mask_diag)
     if config._attn_implementation != "eager":
         config._attn_implementation = "eager"
     for i, block in enumerate(gpt2_blocks(model)):
@@ -129,13 +138,13 @@ def small_config(vocab_size: int, n_layer: int, n_embd: int, n_head: int, block:
     return cfg
 
 
-def build_lm(config: GPT2Config, variant: str, seed: int) -> GPT2LMHeadModel:
+def build_lm(config: GPT2Config, variant: str, seed: int, mask_diag: bool = True) -> GPT2LMHeadModel:
     """GPT-2 LM from random init (seeded): the same weights for both variants, plus a = b = 0 for 'identity'."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown GPT-2 variant {variant!r}; expected one of {VARIANTS}")
     torch.manual_seed(seed)
     model = GPT2LMHeadModel(config)
-    return add_identity_scalings(model) if variant == "identity" else model
+    return add_identity_scalings(model, mask_diag) if variant == "identity" else model
 
 
 # --------------------------------------------------------------------------------------- Fig. 6: WikiText LM
@@ -176,7 +185,66 @@ def evaluate_lm(model: nn.Module, blocks: torch.Tensor, batch: int, device: str)
 
 
 LM_KEYS = ("n_layer", "n_embd", "n_head", "block", "dropout", "batch", "lr", "weight_decay", "epochs", "steps", "eval_every",
-           "val_blocks_log", "val_blocks", "eval_batch", "checkpoint_every", "seed")
+           "val_blocks_log", "val_blocks", "eval_batch", "checkpoint_every", "seed", "tokenizer", "kq_mask_diag")
+GPT2_VOCAB = 50_257  # GPT-2's BPE vocabulary (encoder.json)
+
+
+def gpt2_tokenizer(encoder_json: str, merges: str):
+    """GPT-2's byte-level BPE tokenizer from its two release files (no network): byte-level pre-tokenisation with
+    GPT-2's regex and no prefix space, then the BPE merges; no special tokens are added. Built with the
+    ``tokenizers`` library itself (the same in every transformers version; a test checks it against transformers'
+    GPT2TokenizerFast)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    tok = Tokenizer(models.BPE.from_file(str(encoder_json), str(merges)))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    if tok.get_vocab_size() != GPT2_VOCAB:
+        raise ValueError(f"{encoder_json} holds {tok.get_vocab_size()} tokens, not GPT-2's {GPT2_VOCAB}")
+    return tok
+
+
+def bpe_ids(lines, tok, batch: int = 4096) -> torch.Tensor:
+    """GPT-2 BPE ids of the text lines (each with its newline restored), concatenated, as int64."""
+    from array import array
+
+    ids, chunk = array("q"), []
+
+    def flush():
+        for enc in tok.encode_batch(chunk):
+            ids.extend(enc.ids)
+        chunk.clear()
+
+    for line in lines:
+        chunk.append(line + "\n")
+        if len(chunk) == batch:
+            flush()
+    if chunk:
+        flush()
+    return torch.frombuffer(bytearray(ids.tobytes()), dtype=torch.int64)
+
+
+def bpe(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
+    """Compute job ``templates_gpt2_bpe``: the train and validation splits of ``settings["dataset"]`` (its verified
+    raw files, input ``raw``) encoded with GPT-2's BPE (inputs ``encoder``, ``merges``) to ``outputs["train"]``,
+    ``outputs["valid"]``, with the token counts in ``outputs["stats"]``."""
+    from pathlib import Path
+
+    from featlearn.data.prepare import lm_text_lines
+    from featlearn.io import save_tensor, write_json
+
+    tok = gpt2_tokenizer(inputs["encoder"], inputs["merges"])
+    raw_dir = Path(inputs["raw"][0]).parent
+    stats = {"dataset": settings["dataset"], "tokenizer": "gpt2", "vocab_size": tok.get_vocab_size(), "splits": {}}
+    for split in ("train", "valid"):
+        start = time.perf_counter()
+        with lm_text_lines(settings["dataset"], raw_dir, split) as lines:
+            ids = bpe_ids(lines, tok)
+        save_tensor(outputs[split], ids)
+        stats["splits"][split] = {"n_tokens": int(ids.numel())}
+        print(f"[templates gpt2 bpe] {settings['dataset']} {split}: {ids.numel():,} BPE tokens "
+              f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
+    write_json(outputs["stats"], stats)
 
 
 def train_wikitext(settings: dict, variant: str, train_pt: str, valid_pt: str, vocab_json: str, out_csv: str, work_dir: str,
@@ -187,7 +255,7 @@ def train_wikitext(settings: dict, variant: str, train_pt: str, valid_pt: str, v
     A resume checkpoint is written atomically every ``checkpoint_every`` steps and removed at the end."""
     s = {k: settings[k] for k in LM_KEYS}
     with open(vocab_json, encoding="utf-8") as fh:
-        vocab = len(json.load(fh))
+        vocab = len(json.load(fh))  # the word list of a prepared set, or GPT-2's encoder.json (token -> id)
     train = blocks_of(load_tensor(train_pt), s["block"])
     valid = blocks_of(load_tensor(valid_pt), s["block"])
     per_epoch = len(train) // s["batch"]
@@ -196,7 +264,7 @@ def train_wikitext(settings: dict, variant: str, train_pt: str, valid_pt: str, v
     total = int(s["steps"]) if s["steps"] else int(s["epochs"]) * per_epoch
     tag = f"[templates gpt2 {variant}]"
     config = small_config(vocab, s["n_layer"], s["n_embd"], s["n_head"], s["block"], s["dropout"])
-    model = build_lm(config, variant, s["seed"]).to(device)
+    model = build_lm(config, variant, s["seed"], s["kq_mask_diag"]).to(device)
     n_params = count_parameters(model)
     # constant learning rate [P Fig. 6]; AdamW
     opt = torch.optim.AdamW(model.parameters(), lr=s["lr"], weight_decay=s["weight_decay"])
@@ -255,6 +323,7 @@ def train_wikitext(settings: dict, variant: str, train_pt: str, valid_pt: str, v
     df["parameters"] = n_params
     df["tokens_per_step"] = s["batch"] * s["block"]
     df["val_tokens"] = len(final_blocks) * (s["block"] - 1)
+    df["tokenizer"] = s["tokenizer"]
     write_csv(df, out_csv)
     remove_checkpoint(work_dir)  # finished: the table is the result
     return df

@@ -32,7 +32,22 @@ def read_lm_logs(paths: list[str]) -> pd.DataFrame:
         frames.append(df)
     df = pd.concat(frames, ignore_index=True)
     df["final"] = df["final"].astype(str).str.lower() == "true"
+    if "tokenizer" not in df:
+        df["tokenizer"] = "word"
     return df
+
+
+UNIT = {"gpt2": "per GPT-2 BPE token", "word": "per word"}
+TOKENIZER_TEXT = {"gpt2": "GPT-2's BPE tokenizer (50,257 tokens), as the paper",
+                  "word": "word-level WikiText vocabulary (per-word perplexity, not comparable in value with the paper's)"}
+
+
+def tokenizer_of(df: pd.DataFrame) -> str:
+    """The one tokenizer of the Fig. 6 logs (their runs must not mix units)."""
+    found = sorted(set(df["tokenizer"]))
+    if len(found) != 1:
+        raise ValueError(f"the Fig. 6 logs mix tokenizers {found}: their perplexities are in different units")
+    return found[0]
 
 
 def fig6_summary(df: pd.DataFrame) -> pd.DataFrame:
@@ -98,11 +113,11 @@ def table_6(inputs: dict, cfg: dict):
     """Fig. 6's table: final validation perplexities of both variants next to the paper's values."""
     from featlearn.figure import Table
 
-    summary = _fig6_logs(inputs)[1]
+    df, summary = _fig6_logs(inputs)
     scale = cfg["scale"]
     lines = [f"**Fig. 6 (scale: {scale})**: validation perplexity of GPT-2 trained from random initialisation, vanilla vs "
-             "trainable identity scalings (2 extra parameters per head), same recipe. Here: word-level WikiText "
-             "vocabulary (per-word perplexity); the paper: GPT-2 117M with its BPE tokenizer, 20 epochs.", "",
+             f"trainable identity scalings (2 extra parameters per head), same recipe. Here: {TOKENIZER_TEXT[tokenizer_of(df)]}; "
+             "the paper: GPT-2 117M with its BPE tokenizer, 20 epochs.", "",
              "| dataset | steps | GPT-2 | + identity scalings | extra parameters | paper: GPT-2 | paper: + identity scalings |",
              "|---|---|---|---|---|---|---|"]
     for r in summary.itertuples():
@@ -131,7 +146,7 @@ def draw_6(inputs: dict, cfg: dict):
             ax.plot(s["step"], s["value"], "o-", ms=3, color=color, label=f"{VARIANT_LABELS[variant]} (final {fin:.1f})")
         ax.set_yscale("log")
         ax.set_xlabel("training step")
-        ax.set_ylabel("validation perplexity (per word)")
+        ax.set_ylabel(f"validation perplexity ({UNIT[tokenizer_of(df)]})")
         ax.set_title(DATASET_LABELS.get(dataset, dataset))
         ax.legend(fontsize=8)
     fig.suptitle(f"Templates Fig. 6: GPT-2 from scratch, vanilla vs identity scalings (scale: {scale})")
