@@ -292,6 +292,12 @@ EXPECTED: dict[str, list[tuple]] = {
         ("Fig3c", "templates.sweeps.fig3c.n", pow2(2, 18), "[P Fig. 3c][ref] n = 2^2..2^18"),
         ("Fig5", "templates.sweeps.fig5.n", pow2(2, 11), "[P Fig. 5][ref] n = 2^2..2^11"),
         ("Fig5", "templates.sweeps.fig5.d_emb", pow2(6, 12), "[P Fig. 5][ref] d_emb 64..4096"),
+        # learning rates [P App. A]: Fig. 2's curves each pick theirs from {1e-5, 1e-4, 1e-3, 1e-2}; Figs. 3 and 5 use
+        # "the same" setting; Fig. 16 lr 0.001 [P App. B.1]; where the paper gives none, Fig. 2's grid [D]
+        *[(f"Fig{g}", f"templates.sweeps.fig{g}.lrs", [1e-5, 1e-4, 1e-3, 1e-2],
+           "[P App. A] lr per curve from Fig. 2's grid" if g in ("2c", "3c", "5") else "[D] paper.yaml: Fig. 2's grid (no lr given)")
+          for g in ("2c", "3c", "5", "15", "17", "18", "19", "20", "21", "22", "25")],
+        ("Fig16", "templates.sweeps.fig16.lrs", [1e-3], "[P App. B.1] 'for learning rate 0.001'"),
         ("Fig8", "templates.sweeps.fig8.n", Includes(2048), "[ref claim 10] read at n = 2048"),
         ("Fig9", "templates.sweeps.fig9.n", [512], "[P App. B.1] n = 512"),
         ("Fig9", "templates.sweeps.fig9.depth", [1, 2, 4, 8, 16], "[ref] depth {1,2,4,8,16}"),
