@@ -124,6 +124,18 @@ def test_loading_picks_the_requested_revision(hub):
     assert not torch.equal(loaded["step1000"][0], loaded["step143000"][0])
 
 
+def test_the_dtype_keyword_matches_the_transformers_version(hub):
+    from featlearn.hf import dtype_keyword
+
+    assert dtype_keyword(torch.float64, "4.46.3") == {"torch_dtype": torch.float64}
+    assert dtype_keyword(torch.float64, "4.55.4") == {"torch_dtype": torch.float64}
+    assert dtype_keyword(torch.float64, "4.56.0") == {"dtype": torch.float64}
+    assert dtype_keyword(torch.float64, "5.0.0rc1") == {"dtype": torch.float64}
+    # the installed version honours the keyword it is given: a float32 checkpoint loads in the requested dtype
+    model, _ = C.load_checkpoint(C.model_spec(PYTHIA), "step0", hub["cache"], offline=True, dtype="float64")
+    assert {p.dtype for p in model.parameters()} == {torch.float64}
+
+
 def test_stable_rank_from_safetensors_equals_the_loaded_weight(hub):
     for repo_id, rev, n_layers, files in ((PYTHIA, "step0", 4, 1), (PYTHIA, "step143000", 4, 2), (OPT, "main", 2, 1)):
         spec = C.model_spec(repo_id)

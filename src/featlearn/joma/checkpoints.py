@@ -291,7 +291,9 @@ def load_checkpoint(spec: CheckpointModel, revision: str, cache_dir: str | None,
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     kwargs = dict(revision=revision, cache_dir=cache_dir, local_files_only=offline)
-    model = AutoModelForCausalLM.from_pretrained(spec.repo_id, attn_implementation="eager", dtype=getattr(torch, dtype), **kwargs)
+    from featlearn.hf import dtype_keyword
+
+    model = AutoModelForCausalLM.from_pretrained(spec.repo_id, attn_implementation="eager", **dtype_keyword(getattr(torch, dtype)), **kwargs)
     tokenizer = AutoTokenizer.from_pretrained(spec.repo_id, **kwargs)
     return model, tokenizer
 

@@ -340,7 +340,9 @@ def load_pretrained(name: str, revision: str, cache_dir: str | None, offline: bo
         raise FileNotFoundError(reason)
     kwargs = dict(revision=revision, cache_dir=cache_dir, local_files_only=offline)
     if pretrained:
-        return GPT2Model.from_pretrained(name, attn_implementation="eager", dtype=torch.float32, **kwargs)
+        from featlearn.hf import dtype_keyword
+
+        return GPT2Model.from_pretrained(name, attn_implementation="eager", **dtype_keyword(torch.float32), **kwargs)
     config = GPT2Config.from_pretrained(name, **kwargs)
     config._attn_implementation = "eager"
     return GPT2Model(config)

@@ -1,0 +1,22 @@
+"""What differs between the transformers versions this project supports (pyproject: >= 4.46, < 6)."""
+
+from __future__ import annotations
+
+# transformers 4.56 renamed from_pretrained's ``torch_dtype`` to ``dtype``; earlier versions take an unknown ``dtype``
+# without complaint and load the checkpoint's own dtype, so the keyword has to match the installed version.
+DTYPE_RENAMED_IN = (4, 56)
+
+
+def _version(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")[:2]
+    return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
+
+
+def dtype_keyword(dtype, version: str | None = None) -> dict:
+    """{keyword: dtype} that sets the weights' dtype in ``from_pretrained`` of the installed transformers
+    (or of ``version``)."""
+    if version is None:
+        import transformers
+
+        version = transformers.__version__
+    return {"dtype": dtype} if _version(version) >= DTYPE_RENAMED_IN else {"torch_dtype": dtype}
