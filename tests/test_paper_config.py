@@ -214,7 +214,7 @@ EXPECTED: dict[str, list[tuple]] = {
         # Table 1: hierarchical data, 3-layer transformer [P Sec. 6][C]
         ("Tab1", "joma.table1.seeds", [1, 2, 3, 4, 5], "[P Table 1 caption] 5 random seeds"),
         ("Tab1", "joma.table1.d", 1024, "[P Sec. 6] embedding dimension d = 1024"),
-        ("Tab1", "joma.table1.d_hidden", 4096, "[C] MLP width 4d"),
+        ("Tab1", "joma.table1.d_hidden", 400, "[C] the Table 1 command's MLP width 4M (hidden_multi_type=M, hidden_multi=4)"),
         ("Tab1", "joma.table1.layers", 3, "[P Sec. 6][C] 3-layer transformer"),
         ("Tab1", "joma.table1.steps", 10000, "[C] paper.yaml comment: 10,000 steps of batch 128"),
         ("Tab1", "joma.table1.batch", 128, "[C] paper.yaml comment: batch 128"),

@@ -143,9 +143,9 @@ def _cells(tmp_path, trained: tuple, untrained: tuple, excess_loss: float) -> di
 
 def test_table1_claims_on_planted_cells(tmp_path):
     good = T.claims_table1(_cells(tmp_path, (0.97, 0.7), (0.5, 0.3), 0.01), {"scale": "test"})
-    assert_passes("joma", good, "table1_s0", "table1_s1_lower", "table1_untrained_gap", "table1_loss")
+    assert_passes("joma", good, "table1_s0", "table1_s1_lower", "table1_gap_s0", "table1_gap_s1", "table1_loss")
     bad = T.claims_table1(_cells(tmp_path, (0.6, 0.8), (0.55, 0.75), 1.0), {"scale": "test"})
-    assert_fails("joma", bad, "table1_s0", "table1_s1_lower", "table1_untrained_gap", "table1_loss")
+    assert_fails("joma", bad, "table1_s0", "table1_s1_lower", "table1_gap_s0", "table1_gap_s1", "table1_loss")
 
 
 # ------------------------------------------------------------------------------------------ Figs. 6, 8 (WikiText)

@@ -263,7 +263,7 @@ def test_table1_cell_and_table(tmp_path):
     write_outputs(TF.draw_table1(inputs, fig_cfg), [str(tmp_path / "t1.csv"), str(tmp_path / "t1.md")], dpi=50)
     TF.write_latex({"scale": "test"}, inputs, {"tex": str(tmp_path / "t1.tex")}, CPU)
     claims = TF.claims_table1(inputs, fig_cfg)
-    assert [c.claim_id for c in claims] == ["table1_s0", "table1_s1_lower", "table1_untrained_gap", "table1_loss"]
+    assert [c.claim_id for c in claims] == ["table1_s0", "table1_s1_lower", "table1_gap_s0", "table1_gap_s1", "table1_loss"]
     summary = pd.read_csv(tmp_path / "t1.csv")
     assert len(summary) == 2 * 2
     assert claims[0].measured == pytest.approx(summary[summary["level"] == 0]["trained_mean"].min())
@@ -295,7 +295,12 @@ def test_table1_claims_on_planted_cells(tmp_path):
     assert good["table1_loss"].kind == "sanity" and good["table1_s0"].paper_value == "0.94-1.00"
     # training changes nothing: s=0 still passes, but so does the untrained network; the gap fails
     same = {c.claim_id: c for c in TF.claims_table1(_planted_cells(tmp_path, (0.95, 0.8), (0.95, 0.8), 0.01), cfg)}
-    assert same["table1_s0"].verdict == "not discriminating" and not same["table1_untrained_gap"].passed
+    assert same["table1_s0"].verdict == "not discriminating"
+    assert not same["table1_gap_s0"].passed and not same["table1_gap_s1"].passed
+    # an untrained network at the ceiling of level 0 fails that level's gap while level 1 can still show training
+    ceiling = {c.claim_id: c for c in TF.claims_table1(_planted_cells(tmp_path, (0.99, 0.8), (0.99, 0.6), 0.01), cfg)}
+    assert not ceiling["table1_gap_s0"].passed and ceiling["table1_gap_s1"].passed
+    assert "untrained NCorr(s=0) 0.99" in ceiling["table1_gap_s0"].note
     # level 1 above level 0, low level-0 scores, a loss far above its floor
     bad = {c.claim_id: c for c in TF.claims_table1(_planted_cells(tmp_path, (0.6, 0.8), (0.5, 0.3), 1.0), cfg)}
     assert not bad["table1_s0"].passed and not bad["table1_s1_lower"].passed and not bad["table1_loss"].passed

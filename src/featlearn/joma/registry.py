@@ -37,7 +37,7 @@ CLAIM_IDS = {
     "6": ("fig6_step0_*", "fig6_1layer_drop_*", "fig6_1layer_rebound_*", "fig6_*layer_top_drop_*", "fig6_*layer_top_rebound_*",
           "fig6_*layer_bottom_lower_*"),
     "8": ("fig8_best_rebound_*", "fig8_large_lr_sparse_*", "fig8_small_no_rebound_*"),
-    "table1": ("table1_s0", "table1_s1_lower", "table1_untrained_gap", "table1_loss"),
+    "table1": ("table1_s0", "table1_s1_lower", "table1_gap_s0", "table1_gap_s1", "table1_loss"),
     "hblt": ("thm5_hblt",),
     "7": ("fig7_step0_gaussian_*", "fig7_top_rebound_*", "fig7_bottom_below_*"),
 }

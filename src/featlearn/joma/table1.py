@@ -18,8 +18,8 @@ NCorr at level s [P, C]: hidden = h of block s max-pooled over the T positions, 
 Latents whose indicator is constant over the evaluation samples (never or always active: a latent no
 class reaches) have no correlation and are left out of the mean [D]; their number is in the table.
 Paper settings: M = 100, T = 30, d = 1024, Adam lr 1e-5, 5 seeds [P]; 10,000 steps of batch 128, weight
-decay 1e-4 [C] (the authors' table script kept lr 1e-4 runs); d_hidden = 4d [reference], while the
-authors' Table 1 command set the MLP width to 4M = 400 [C]; evaluation on 1,280 fresh samples [C].
+decay 1e-4 [C] (the authors' table script kept lr 1e-4 runs); the MLP width 4M = 400 of the authors' Table 1
+command [C] (the reference said 4d, their code's default); evaluation on 1,280 fresh samples [C].
 Training: Adam, constant learning rate, optional weight decay, fresh class labels every step. The
 seeds of one grid cell train either in a loop or together (vectorise): their parameters stacked and
 one vmap'ed forward and backward pass (torch.func.functional_call) serving all, the same computation

@@ -144,7 +144,7 @@ def claims_table1(inputs: dict, cfg: dict) -> list[Claim]:
     scale = cfg["scale"]
     summary = _summary(inputs)
     s0, s1 = (summary[summary["level"] == s].set_index(CELL) for s in (0, 1))
-    gaps = summary["trained_mean"] - summary["untrained_mean"]
+    gaps = {s: (part["trained_mean"] - part["untrained_mean"]).min() for s, part in ((0, s0), (1, s1))}
     seeds = int(summary["n_seeds"].min())
     paper_s0 = f"{min(v[0] for v in PAPER_TABLE1.values()):.2f}-{max(v[0] for v in PAPER_TABLE1.values()):.2f}"
     return [
@@ -156,10 +156,13 @@ def claims_table1(inputs: dict, cfg: dict) -> list[Claim]:
               "max over cells of NCorr(s=1) - NCorr(s=0)", (s1["trained_mean"] - s0["trained_mean"]).max(), "<", 0.0, scale,
               seeds=seeds, reason="an order the paper's Table 1 shows in every cell",
               baseline=(UNTRAINED, (s1["untrained_mean"] - s0["untrained_mean"]).max())),
-        check(PAPER, "table1_untrained_gap", "Table 1", f"training raises NCorr: the untrained network (same init) scores >= "
-              f"{UNTRAINED_GAP:g} lower, in every cell at both levels", "min over cells and s of NCorr(trained) - NCorr(untrained)",
-              gaps.min(), ">=", UNTRAINED_GAP, scale, seeds=seeds,
-              reason="the reference: a gap of 0.1 separates learned features from what random features already score"),
+        *(check(PAPER, f"table1_gap_s{s}", "Table 1", f"training raises NCorr(s={s}): the untrained network (same init) scores "
+                f">= {UNTRAINED_GAP:g} lower, in every cell", f"min over cells of NCorr(s={s}, trained) - NCorr(s={s}, untrained)",
+                gaps[s], ">=", UNTRAINED_GAP, scale, seeds=seeds,
+                reason="the reference: a gap of 0.1 separates learned features from what random features already score; "
+                "one claim per level, since an untrained network can already sit at a level's ceiling",
+                note=f"untrained NCorr(s={s}) {part['untrained_mean'].min():.3f}-{part['untrained_mean'].max():.3f} over cells")
+          for s, part in ((0, s0), (1, s1))),
         check(PAPER, "table1_loss", "Table 1", f"trained loss < {LOSS_MAX:g} above the floor set by classes with identical "
               "token sequences (the floor is 0 when all classes differ)", "max over runs of population loss - floor",
               summary["excess_loss_max"].max(), "<", LOSS_MAX, scale, kind="sanity",
