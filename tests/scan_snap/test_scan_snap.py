@@ -173,10 +173,17 @@ def test_entropy_and_mass_on_hand_made_compositions():
     one_hot = torch.zeros(1, 2, SEP.M, dtype=torch.float64)
     one_hot[0, 0, 15] = one_hot[0, 1, 25] = 1.0
     assert float(metrics.distinct_entropy(one_hot, SEP)[0]) == 0.0
-    # recall: uniform share 0.1 is above 0.05 and not above 0.1 or 0.2; one-hot has 1 of 10 above 0.5
+    # recall: uniform weight 0.1 is above 0.05 and not above 0.1 or 0.2; one-hot has 1 of 10 above 0.5
     th = torch.tensor([0.05, 0.1, 0.5])
     assert metrics.recall(uniform, SEP, th)[0].tolist() == pytest.approx([1.0, 0.0, 0.0])
     assert metrics.recall(one_hot, SEP, th)[0].tolist() == pytest.approx([0.1, 0.1, 0.1])
+    # the threshold is on the attention weight (App. G), not on the share among the distinct tokens: with 90% of
+    # the mass on common tokens each distinct token has weight 0.01 (share 0.1), below a 0.05 threshold
+    mostly_common = torch.zeros(1, 2, SEP.M, dtype=torch.float64)
+    mostly_common[0, :, :10] = 0.09
+    mostly_common[0, 0, 10:20] = mostly_common[0, 1, 20:30] = 0.01
+    assert metrics.recall(mostly_common, SEP, th)[0].tolist() == pytest.approx([0.0, 0.0, 0.0])
+    assert metrics.recall(mostly_common, SEP, torch.tensor([0.005]))[0].tolist() == pytest.approx([1.0])
 
 
 # ------------------------------------------------------------------------------------------ theory

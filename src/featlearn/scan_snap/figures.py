@@ -337,7 +337,7 @@ def _draw_recall(recall_csv: str, scale: str, by: str):
     for ax, nl in zip(axes[0], panels):
         sns.lineplot(data=sub[sub["num_last"] == nl], x="threshold", y="recall", hue=by, errorbar="sd", ax=ax, palette="viridis")
         ax.set_title(f"{nl} queries")
-        ax.set_xlabel("threshold on distinct share")
+        ax.set_xlabel("threshold on the attention weight")
         ax.set_ylabel("recall (fraction of distinct tokens above)")
     label = "$\\eta_Y/\\eta_Z$" if by == "ratio" else "$\\eta_Z$"
     num = 11 if by == "ratio" else 12

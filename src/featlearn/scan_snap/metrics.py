@@ -32,8 +32,11 @@ def common_mass(composition: torch.Tensor) -> torch.Tensor:
 
 
 def recall(composition: torch.Tensor, spec: SequenceClasses, thresholds: torch.Tensor) -> torch.Tensor:
-    """Fraction of distinct tokens whose share exceeds each threshold, averaged over classes:
-    [..., K, M], [S] -> [..., S]."""
-    share = distinct_share(composition, spec)  # [..., K, 10]
-    above = share.unsqueeze(-1) > thresholds.to(share.dtype)  # [..., K, 10, S]
-    return above.to(share.dtype).mean(dim=-2).mean(dim=-2)
+    """Recall of Figs. 11-12 as App. G defines it: every attention entry of a query is tagged 1 when its softmax
+    value exceeds the threshold, and the recall is the proportion of the query's distinct tokens tagged 1,
+    averaged over the queries (classes). The threshold applies to the attention weight itself (normalised over
+    all M tokens, common ones included), not to the share among the distinct tokens: [..., K, M], [S] -> [..., S]."""
+    ids = torch.stack([spec.distinct_ids(n) for n in range(spec.K)])  # [K, 10]
+    weight = torch.gather(composition, -1, ids.expand(*composition.shape[:-2], -1, -1))  # [..., K, 10]
+    above = weight.unsqueeze(-1) > thresholds.to(weight.dtype)  # [..., K, 10, S]
+    return above.to(weight.dtype).mean(dim=-2).mean(dim=-2)
