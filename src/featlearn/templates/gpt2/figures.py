@@ -38,7 +38,7 @@ def read_lm_logs(paths: list[str]) -> pd.DataFrame:
 
 
 UNIT = {"gpt2": "per GPT-2 BPE token", "word": "per word"}
-TOKENIZER_TEXT = {"gpt2": "GPT-2's BPE tokenizer (50,257 tokens), as the paper",
+TOKENIZER_TEXT = {"gpt2": "GPT-2's BPE tokenizer (50,257 tokens; perplexity per BPE token)",
                   "word": "word-level WikiText vocabulary (per-word perplexity, not comparable in value with the paper's)"}
 
 
