@@ -31,13 +31,14 @@ FIG2_CFG = {"softmax": {"settings": ["smooth", "random"], "seeds": 2},
             "exp": {"settings": ["smooth", "random"], "seeds": 2, "lrs": [0.01]}, "scale": "test"}
 
 
-def _fig2(tmp_path, nc_full: float, nc_part2: float, rel_err: list[float]) -> dict:
+def _fig2(tmp_path, nc_full: float, nc_part2: float, rel_err: list[float], slopes: tuple = ()) -> dict:
     steps = []
     for setting in ("smooth", "random"):
         for seed in (1, 2):
             for step in (0, 10, 20, 30):
+                extra = (("slope", slopes[0] * seed), ("slope_path", slopes[1]), ("nc_path", 0.9)) if slopes else ()
                 steps += [{"setting": setting, "seed": seed, "step": step, "quantity": q, "value": v}
-                          for q, v in (("nc_full", nc_full), ("nc_part2", nc_part2))]
+                          for q, v in (("nc_full", nc_full), ("nc_part2", nc_part2), *extra)]
     exp = [{"setting": setting, "seed": seed, "lr": 0.01, "step": step, "time": 0.01 * step, "quantity": "rel_err", "value": err}
            for setting in ("smooth", "random") for seed in (1, 2) for step, err in zip((0, 50, 100), rel_err)]
     paths = {"steps": tmp_path / "steps.csv", "exp": tmp_path / "exp.csv"}
@@ -55,6 +56,9 @@ def test_fig2_claims_on_planted_tables(tmp_path):
     bad = S.claims_2(_fig2(tmp_path, 0.5, 0.9, [float("nan"), 0.05, 0.08]), FIG2_CFG)
     assert_fails("joma", bad, "fig2_nc_smooth", "fig2_nc_random", "fig2_nc_part2_smooth", "fig2_nc_part2_random",
                  "thm1_exp_invariant", "thm1_exp_decreasing")
+    # the scale that NC hides is reported beside the claim when the table has the slopes
+    noted = {c.claim_id: c for c in S.claims_2(_fig2(tmp_path, 0.99, 0.3, [float("nan"), 0.02, 0.01], (4.0, 1.1)), FIG2_CFG)}
+    assert "slope 4.00-8.00" in noted["fig2_nc_random"].note and "gives 1.10-1.10" in noted["fig2_nc_random"].note
 
 
 # ------------------------------------------------------------------------------------------ Fig. 4, Theorem 2

@@ -155,6 +155,13 @@ def test_linear_attention_invariant_z2_minus_v2_is_conserved():
     assert drifts[1] < drifts[0] / 3
 
 
+def test_slope_is_the_least_squares_slope():
+    x = np.array([[0.0, 1.0, 2.0, 3.0], [1.0, 1.0, 1.0, 1.0]])
+    y = np.array([[1.0, 3.0, 5.0, 7.0], [0.0, 1.0, 2.0, 3.0]])
+    got = S.slope(x, y)
+    assert got[0] == pytest.approx(2.0) and np.isnan(got[1])
+
+
 def test_softmax_tables(tmp_path):
     cfg = dict(TINY, init_std=0.01, lr=0.1, steps=25, log_every=10)
     out = [str(tmp_path / n) for n in ("steps.csv", "mats.csv", "v0.csv")]
@@ -164,10 +171,12 @@ def test_softmax_tables(tmp_path):
     assert list(mats.columns) == ["setting", "seed", "matrix", "row", "col", "value"]
     assert list(v0.columns) == ["setting", "seed", "step", "component", "value"]
     assert sorted(steps["step"].unique()) == [0, 10, 20, 25]
-    assert set(steps["quantity"]) == {"loss", "nc_full", "nc_part1", "nc_part2", "rel_err"}
-    assert len(steps) == 4 * 4 * 5  # steps x runs x quantities
-    first = steps[(steps["step"] == 0) & (steps["quantity"] == "nc_full")]["value"]
-    assert np.allclose(first, 1.0)  # c makes z_hat(0) = z(0)
+    quantities = {"loss", "nc_full", "nc_part1", "nc_part2", "rel_err", "slope", "nc_path", "slope_path"}
+    assert set(steps["quantity"]) == quantities
+    assert len(steps) == 4 * 4 * len(quantities)  # steps x runs x quantities
+    at0 = steps[steps["step"] == 0].set_index(["setting", "seed", "quantity"])["value"].unstack()
+    assert np.allclose(at0["nc_full"], 1.0) and np.allclose(at0["nc_path"], 1.0)  # both estimates start at z(0)
+    assert np.allclose(at0["slope"], 1.0) and np.allclose(at0["slope_path"], 1.0)
     assert set(mats["matrix"]) == {"X", "V_init", "V_final"}
     x = mats[(mats["matrix"] == "X") & (mats["setting"] == "smooth") & (mats["seed"] == 1)]
     assert len(x) == 7 * 5 and np.allclose(x.groupby("col")["value"].sum(), 1.0)

@@ -184,6 +184,15 @@ def _quantities(runs: pd.DataFrame, steps: list[int], series: dict[str, list[np.
 # ----------------------------------------------------------------------------- Figs. 2-3 (softmax)
 
 
+def slope(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least-squares slope of y regressed on x along the last axis (NaN for a constant x)."""
+    x = x - x.mean(axis=-1, keepdims=True)
+    y = y - y.mean(axis=-1, keepdims=True)
+    den = (x * x).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (x * y).sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
+
+
 def softmax_invariant(V: torch.Tensor, W: torch.Tensor, x_bar: torch.Tensor, tau: float) -> tuple[torch.Tensor, torch.Tensor]:
     """The two parts of Theorem 1's softmax estimate [C]: sum_k v_k^2 / (2 tau) and -x_bar ||W||^2 / (2 tau)."""
     part1 = (V**2).sum(dim=-1) / (2 * tau)
@@ -196,7 +205,10 @@ def softmax_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     (on the CPU, with the job's ``ctx.threads`` torch threads).
 
     steps:    setting, seed, step, quantity, value; quantity in loss, nc_full, nc_part1, nc_part2
-                  (NC of z_hat, z_hat_1, z_hat_2 with z) and rel_err (||z - z_hat|| / ||z||).
+                  (NC of z_hat, z_hat_1, z_hat_2 with z), rel_err (||z - z_hat|| / ||z||), slope (of z_hat
+                  regressed on z: the scale NC does not see), and nc_path, slope_path: the same for the
+                  estimate whose second part integrates the attention's sample mean b_bar(t) along the run
+                  (trapezoids over the logged steps) instead of fixing it at x_bar [D: a diagnostic].
     matrices: setting, seed, matrix, row, col, value; matrix in X (token x class), V_init, V_final
                   (V = U_C^T W, token x node).
     v0:       setting, seed, step, component, value: the components of v_0 (column 0 of V).
@@ -215,7 +227,11 @@ def softmax_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     c = params["z"].detach() - p1 - p2  # so that z_hat(0) = z(0)
 
     logged: list[int] = []
-    series: dict[str, list[np.ndarray]] = {q: [] for q in ("loss", "nc_full", "nc_part1", "nc_part2", "rel_err")}
+    series: dict[str, list[np.ndarray]] = {
+        q: [] for q in ("loss", "nc_full", "nc_part1", "nc_part2", "rel_err", "slope", "nc_path", "slope_path")
+    }
+    # the path estimate: z(0) + (sum_k v_k^2 |_0^t - int b_bar d ||W||^2) / (2 tau), b_bar(t) the attention's mean
+    path = {"prev": None, "integral": torch.zeros_like(x_bar)}
     v0_hist: list[np.ndarray] = []
     V_init = U[:, :-1].T @ params["W"].detach()
 
@@ -230,6 +246,18 @@ def softmax_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
         series["nc_part1"].append(nc(an, zn))
         series["nc_part2"].append(nc(bn, zn))
         series["rel_err"].append(np.linalg.norm(zn - hn, axis=1) / np.linalg.norm(zn, axis=1))
+        series["slope"].append(slope(zn, hn))
+        b_bar, norm2 = attention_scores(zz, X, spec).mean(dim=2), (WW**2).sum(dim=(-2, -1))
+        if path["prev"] is None:
+            path["start"] = (zz.clone(), (V**2).sum(dim=-1))
+        else:
+            b0, n0 = path["prev"]
+            path["integral"] += 0.5 * (b0 + b_bar) * (norm2 - n0)[:, None]
+        path["prev"] = (b_bar, norm2)
+        z0, v2_0 = path["start"]
+        hp = (z0 + ((V**2).sum(dim=-1) - v2_0 - path["integral"]) / (2 * spec.tau)).numpy()
+        series["nc_path"].append(nc(hp, zn))
+        series["slope_path"].append(slope(zn, hp))
         v0_hist.append(V[:, :, 0].numpy().copy())
 
     gd(params, X, U, spec, cfg["lr"], cfg["steps"], cfg["log_every"], log, tag=f"softmax sim ({R} runs)")
