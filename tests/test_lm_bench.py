@@ -31,8 +31,9 @@ def test_every_model_runs_at_smoke_scale(tmp_path, capsys, monkeypatch):
     rows = json.loads(out.read_text())
     assert {r["model"] for r in rows} == set(MODELS)
     smoke = load_config("smoke")
+    joma = smoke["joma"]["wikitext"]
     assert len(rows) == len(smoke["scan_snap"]["wikitext"]["fig7"]["variants"]) + len(smoke["features"]["lm"]["word"]["datasets"]) + 1 \
-        + len(smoke["templates"]["gpt2"]["wikitext"]["datasets"])
+        + len(smoke["templates"]["gpt2"]["wikitext"]["datasets"]) + len(joma["datasets"]) * len(joma["fig6"]["layers"])
     for r in rows:
         assert set(FIELDS) <= set(r), set(FIELDS) - set(r)
         assert r["scale"] == "smoke" and r["device"] == "cpu" and r["steps"] == 2 and r["warmup"] == 1
@@ -47,6 +48,7 @@ def test_every_model_runs_at_smoke_scale(tmp_path, capsys, monkeypatch):
     assert (by_model["features_char"]["n_layer"], by_model["features_char"]["d_model"], by_model["features_char"]["seq"]) == \
         (char["n_layer"], char["n_embd"], char["block_size"])
     assert by_model["features_char"]["optimizer"] == "AdamW" and by_model["scan_snap_lm"]["optimizer"] == "SGD"
+    assert by_model["joma_lm"]["optimizer"] == "Adam"
     assert by_model["templates_gpt2"]["seq"] == smoke["templates"]["gpt2"]["wikitext"]["block"]
     assert "tokens/s" in capsys.readouterr().out  # the summary table
 
@@ -62,6 +64,8 @@ def test_paper_scale_reads_the_paper_overlay():
     # Fig. 7 is a WikiText-2 experiment at every scale (only Fig. 10 adds WikiText-103)
     assert [s.dataset for s in by_model["scan_snap_lm"]] == ["wikitext2", "wikitext2"]
     assert by_model["features_char"][0].settings["n_embd"] == 384 and by_model["features_char"][0].settings["block_size"] == 256
+    # JoMA Fig. 6: every depth on both datasets
+    assert [(s.dataset, s.settings["n_layer"]) for s in by_model["joma_lm"]] == [(d, n) for d in ("wikitext2", "wikitext103") for n in (1, 2, 5, 10)]
     gpt2 = by_model["templates_gpt2"]
     assert [s.dataset for s in gpt2] == ["wikitext2", "wikitext103"] and gpt2[0].settings["n_layer"] == 12
 

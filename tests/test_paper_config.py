@@ -35,7 +35,6 @@ TRAIN_TOKENS = {"ptb": 929_589, "wikitext2": 2_088_628, "wikitext103": 103_227_0
 # The PyTorch-tutorial LM of features Fig. 7, scan_snap Figs. 7/10 and joma Figs. 6/8: 20 streams x bptt 35.
 TUTORIAL_TOKENS_PER_STEP = 20 * 35
 
-JOMA_BUDGET = "issue 17: joma Figs. 6/8 share one `iterations` for every dataset"
 
 
 def merged_paper_config() -> dict:
@@ -197,7 +196,9 @@ EXPECTED: dict[str, list[tuple]] = {
         # Fig. 10 (App. G): both WikiText-2 and WikiText-103, 1 layer, unified lr
         ("Fig10", "scan_snap.wikitext.fig10.datasets", Datasets("wikitext2", "wikitext103"),
          "[P App. G] 'two datasets, WikiText2 and WikiText103. We train both'"),
-        ("Fig10", "scan_snap.wikitext.fig10.iterations", 6000, "[D] README: 6,000 in config/paper.yaml"),
+        ("Fig10", "scan_snap.wikitext.fig10.epochs", {"wikitext2": 5, "wikitext103": 5},
+         "[P App. G] until convergence, read as [C decoder_wiki.yaml] num_epoch: 5 (checked by wiki_converged_*)"),
+        ("Figs7,10", "scan_snap.wikitext.val_windows", None, "[D][C evaluate()] the whole validation split"),
         ("Fig10", "scan_snap.wikitext.seed", 1, "[D] config.yaml: one run per lr"),
         ("Fig10", "data.datasets.wikitext103.enabled", ON, "[D] README: WikiText-103 on in paper.yaml"),
     ],
@@ -228,16 +229,18 @@ EXPECTED: dict[str, list[tuple]] = {
         # Fig. 6: WikiText-2 (top) and WikiText-103 (bottom), layers {1, 2, 5, 10}, lr 1e-4
         ("Fig6", "joma.wikitext.datasets", ["wikitext2", "wikitext103"], "[P Fig. 6 caption] top/bottom row"),
         ("Fig6", "joma.wikitext.seeds", [1, 2, 3], "[C wikitext2_exp.log, wikitext103_exp.log] seed=1,2,3"),
-        ("Fig6", "joma.wikitext.iterations", Epochs(20, "wikitext2"), "[C wikitext2_exp.log] num_epoch=20"),
-        ("Fig6", "joma.wikitext.iterations", Epochs(5, "wikitext103"), "[C wikitext103_exp.log] num_epoch=5",
-         f"{JOMA_BUDGET}: 60,000 iterations are 20 epochs of WikiText-2 but 0.41 of WikiText-103 (authors: 5)"),
+        ("Fig6", "joma.wikitext.epochs.wikitext2", 20, "[C wikitext2_exp.log] num_epoch=20"),
+        ("Fig6", "joma.wikitext.epochs.wikitext103", 5, "[C wikitext103_exp.log] num_epoch=5"),
+        ("Figs6,8", "joma.wikitext.val_windows", None, "[C evaluate()] the whole validation split"),
+        ("Figs6,8", "joma.wikitext.reset_optimizer_each_epoch", False,
+         "[D] the paper's constant-lr Adam (the authors' code builds a new Adam each epoch: an option)"),
         ("Fig6", "joma.wikitext.fig6.layers", [1, 2, 5, 10], "[P Fig. 6][ref]"),
         ("Fig6", "joma.wikitext.fig6.lr", 1.0e-4, "[P Sec. 6] 1e-4 learning rate"),
         ("Fig6", "data.datasets.wikitext103.enabled", ON, "[D] README: WikiText-103 on in paper.yaml"),
         # Fig. 8: 5 layers, seven learning rates, WikiText-2 [C draw_figure_8: wikitext2, nlayers 5]
-        ("Fig8", "joma.wikitext.datasets", Includes("wikitext2"), "[C draw_figure_8] WikiText-2 runs"),
+        ("Fig8", "joma.wikitext.fig8.datasets", Datasets("wikitext2"), "[C draw_figure_8] WikiText-2 runs"),
         ("Fig8", "joma.wikitext.seeds", [1, 2, 3], "[C wikitext2_exp*.log] seed=1,2,3"),
-        ("Fig8", "joma.wikitext.iterations", Epochs(20, "wikitext2"), "[C wikitext2_exp*.log] num_epoch=20"),
+        ("Fig8", "joma.wikitext.epochs.wikitext2", 20, "[C wikitext2_exp*.log] num_epoch=20"),
         ("Fig8", "joma.wikitext.fig8.n_layer", 5, "[C draw_figure_8] fixed_num_layer = 5"),
         ("Fig8", "joma.wikitext.fig8.lrs", [1.0e-6, 5.0e-6, 1.0e-5, 5.0e-5, 1.0e-4, 1.0e-3, 1.0e-2], "[ref][C] 7 lrs"),
         # Fig. 7: public checkpoints evaluated on WikiText-103 [P Sec. 6, Fig. 7 caption]

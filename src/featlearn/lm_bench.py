@@ -21,8 +21,8 @@ inside the timed loop), and reports one row per (model, dataset[, variant]):
 Models: ``scan_snap_lm`` (the tutorial transformer of ``featlearn.lm`` with Scan and Snap's SGD, one row per
 Fig. 7 variant: Fig. 10's runs are its 1-layer shape), ``features_word`` (the same transformer, features
 Fig. 7's 2 layers and 2 heads, per dataset), ``features_char`` (the character GPT of features Fig. 5),
-``templates_gpt2`` (transformers' GPT-2 with identity scalings, per dataset). JoMA's WikiText LM is the
-scan_snap model class at other depths with Adam, so it has no row of its own.
+``templates_gpt2`` (transformers' GPT-2 with identity scalings, per dataset), ``joma_lm`` (the same
+tutorial transformer with Adam, at each of JoMA Fig. 6's depths, per dataset).
 
 ``--dtype bfloat16`` runs forward and loss under ``torch.autocast`` (CUDA only; weights, gradients and
 optimiser state stay float32). float32 matrix products follow ``torch.get_float32_matmul_precision()``
@@ -46,7 +46,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-MODELS = ("scan_snap_lm", "features_word", "features_char", "templates_gpt2")
+MODELS = ("scan_snap_lm", "joma_lm", "features_word", "features_char", "templates_gpt2")
 SCALES = ("smoke", "default", "paper")
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 
@@ -111,6 +111,10 @@ def specs(config: dict, models=MODELS) -> list[Spec]:
             # Fig. 7's model variants (Fig. 10's runs are the 1-layer model at other learning rates)
             out += [Spec(model, f"{dataset} {name[len('fig7_'):]}", dataset, settings)
                     for name, (dataset, settings) in lm_runs(config["scan_snap"]).items() if name.startswith("fig7_")]
+        elif model == "joma_lm":
+            wiki = config["joma"]["wikitext"]
+            common = {k: wiki[k] for k in ("dropout",)} | {"lr": wiki["fig6"]["lr"], "seed": wiki["seeds"][0]}
+            out += [Spec(model, f"{d} {n}L", d, {**common, "n_layer": n}) for d in wiki["datasets"] for n in wiki["fig6"]["layers"]]
         elif model == "features_word":
             lm = config["features"]["lm"]
             out += [Spec(model, d, d, lm_word_settings(lm, d)) for d in lm["word"]["datasets"]]
@@ -200,6 +204,8 @@ def build(spec: Spec, vocab: int | None = None) -> Built:
     torch.manual_seed(int(spec.settings.get("seed", 1)))
     if spec.model in ("scan_snap_lm", "features_word"):  # both train with SGD (scan_snap: its own ffn_lr)
         return _tutorial_lm(spec.settings, vocab, "sgd")
+    if spec.model == "joma_lm":
+        return _tutorial_lm(spec.settings, vocab, "adam")
     if spec.model == "features_char":
         return _char_gpt(spec.settings, vocab)
     if spec.model == "templates_gpt2":

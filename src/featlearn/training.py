@@ -76,6 +76,7 @@ def resumable_training(
         if i % eval_every == 0 or i == total:
             record(i, running / seen)
             running, seen = 0.0, 0
+            log(progress(i - start, total - i, time.perf_counter() - t0))
         if i % checkpoint_every == 0 and i < total:
             with atomic_path(resume) as tmp:
                 torch.save(
@@ -97,6 +98,23 @@ def resumable_training(
         remove_checkpoint(work)
     log(f"done: {total - start} steps in {time.perf_counter() - t0:.0f}s")
     return start
+
+
+def progress(done: int, left: int, seconds: float) -> str:
+    """One progress line: steps/s since this process started (evaluations included) and the time left at that rate."""
+    rate = done / seconds if seconds > 0 else float("inf")
+    eta = left / rate if rate > 0 else float("inf")
+    return f"progress: {done} steps in {seconds:.0f}s, {rate:.3g} steps/s, about {_duration(eta)} left"
+
+
+def _duration(seconds: float) -> str:
+    if seconds != seconds or seconds == float("inf"):
+        return "unknown time"
+    if seconds < 90:
+        return f"{seconds:.0f}s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def remove_checkpoint(work_dir: str | os.PathLike) -> None:

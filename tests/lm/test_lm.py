@@ -134,3 +134,36 @@ def test_resume_refuses_other_settings(tmp_path):
     torch.save({"run": {"other": 1}, "step": 10}, work / "resume.pt")
     with pytest.raises(RuntimeError, match="different settings"):
         train_lm(run, tr, va, 40, work)
+
+
+def test_epoch_budget_and_whole_validation_split(tmp_path):
+    from featlearn.lm.train import run_length
+
+    tr, va = _tiny_data()
+    per_epoch = num_batches(batchify(tr, TINY["batch_size"]), TINY["bptt"])  # 1,250 rows -> 156 windows of 8
+    assert per_epoch == 156
+    assert run_length(LMRun(iterations=7), per_epoch) == 7
+    assert run_length(LMRun(iterations=7, epochs=2.5), per_epoch) == 390  # epochs win over iterations
+    with pytest.raises(ValueError, match="positive"):
+        run_length(LMRun(epochs=0), per_epoch)
+    settings = {**TINY, "log_every": 39, "checkpoint_every": 1000}
+    half = train_lm(LMRun(**{**settings, "epochs": 0.5, "iterations": 5}), tr, va, 40, tmp_path / "a")["log"]
+    assert half["step"].max() == 78
+    # val_windows None reads every validation window: the same loss as naming all of them, not as naming 3
+    n_valid = num_batches(batchify(va, TINY["eval_batch_size"]), TINY["bptt"])
+    loss = {}
+    for name, windows in (("all", None), ("named", n_valid), ("three", 3)):
+        log = train_lm(LMRun(**{**settings, "iterations": 2, "val_windows": windows}), tr, va, 40, tmp_path / name)["log"]
+        loss[name] = log.query("metric == 'val_loss' and step == 2")["value"].item()
+    assert loss["all"] == loss["named"] and loss["all"] != loss["three"]
+
+
+def test_optimizer_reset_at_each_epoch(tmp_path):
+    tr, va = _tiny_data()
+    settings = {**TINY, "optimizer": "adam", "lr": 1e-3, "epochs": 2, "log_every": 52, "checkpoint_every": 1000}
+    kept = train_lm(LMRun(**settings), tr, va, 40, tmp_path / "kept")["log"].query("metric == 'val_loss'").set_index("step")["value"]
+    reset = train_lm(LMRun(**settings, reset_optimizer_each_epoch=True), tr, va, 40, tmp_path / "reset")["log"]
+    reset = reset.query("metric == 'val_loss'").set_index("step")["value"]
+    assert list(kept.index) == [0, 52, 104, 156, 208, 260, 312]
+    assert kept.loc[:156].equals(reset.loc[:156])  # the first epoch is the same run
+    assert (kept.loc[208:] != reset.loc[208:]).all()  # a fresh Adam from step 157 on

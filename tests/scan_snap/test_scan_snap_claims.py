@@ -329,3 +329,36 @@ def test_fig10_claims_on_planted_logs(tmp_path):
     with pytest.raises(ValueError, match="3 logs for 6"):
         F.claims_10({"logs": _logs(tmp_path, {"wikitext2": 0.2})}, cfg)
     write_outputs(F.draw_10({"logs": _logs(tmp_path, {"wikitext2": -0.2, "wikitext103": 0.2})}, cfg), [str(tmp_path / "f10.png")], 40)
+
+
+def _val_logs(tmp_path, losses: list[float]) -> list[str]:
+    """Fig. 10 logs of three learning rates whose validation loss follows ``losses`` at steps 0, 10, ...; the
+    entropy falls with the learning rate (so only the convergence check is at stake)."""
+    paths = []
+    for i, lr in enumerate((0.5, 2.0, 5.0)):
+        rows = [{"step": 10 * k, "metric": "val_loss", "layer": -1, "value": v} for k, v in enumerate(losses)]
+        rows += [{"step": 10 * k, "metric": "attention_entropy", "layer": 0, "value": 2.0 - (0.2 * i if k else 0.0)}
+                 for k in range(len(losses))]
+        path = tmp_path / f"val_{i}.csv"
+        pd.DataFrame(rows).to_csv(path, index=False)
+        paths.append(str(path))
+    return paths
+
+
+def test_last_fifth_change_reads_the_end_of_the_run():
+    val = pd.Series([8.0, 6.0, 5.5, 5.0, 4.9, 4.9], index=[0, 10, 20, 30, 40, 50])
+    assert F.last_fifth_change(val) == 0.0  # step 40 (<= 0.8 x 50) against step 50
+    assert F.last_fifth_change(pd.Series([8.0, 4.0], index=[0, 10])) == pytest.approx(1.0)
+    assert math.isnan(F.last_fifth_change(pd.Series([5.0], index=[0])))
+    assert math.isnan(F.last_fifth_change(pd.Series([8.0, float("nan")], index=[0, 10])))
+
+
+def test_fig10_convergence_check_on_planted_logs(tmp_path):
+    cfg = {"scale": "test", "datasets": ["wikitext2"], "lrs": [0.5, 2.0, 5.0]}
+    flat = F.claims_10({"logs": _val_logs(tmp_path, [8.0, 6.0, 5.5, 5.02, 5.0, 5.0])}, cfg)
+    assert_passes("scan_snap", flat, "wiki_converged_wikitext2")
+    assert {c.claim_id: c for c in flat}["wiki_converged_wikitext2"].kind == "sanity"
+    falling = F.claims_10({"logs": _val_logs(tmp_path, [8.0, 7.0, 6.0, 5.5, 5.2, 4.9])}, cfg)  # 6% over the last fifth
+    assert_fails("scan_snap", falling, "wiki_converged_wikitext2")
+    diverged = F.claims_10({"logs": _val_logs(tmp_path, [8.0, 6.0, 5.5, 5.0, 5.0, float("nan")])}, cfg)
+    assert_fails("scan_snap", diverged, "wiki_converged_wikitext2")

@@ -2,6 +2,11 @@
 of the feed-forward up-projection (``linear1``, JoMA Fig. 7's measure on our own checkpoints) and
 attention maps.
 
+The budget is ``iterations`` steps, or ``epochs`` passes over the training stream when that is set (the
+papers' own unit; the step count then follows from the prepared data). ``reset_optimizer_each_epoch``
+clears the optimiser's state at every epoch boundary, as the JoMA authors' script does (it builds a new Adam
+at each epoch). ``val_windows`` of None evaluates on the whole validation split.
+
 Tables (long format) are written when training ends; a resume checkpoint is written atomically every
 ``checkpoint_every`` iterations, so a killed job continues from there when rerun (same result on CPU:
 the model, optimiser, data position and random state are all restored).
@@ -38,9 +43,11 @@ class LMRun:
     batch_size: int = 20
     bptt: int = 35
     iterations: int = 1500
+    epochs: float | None = None  # when set, the budget is this many passes over the training stream
+    reset_optimizer_each_epoch: bool = False
     log_every: int = 100
     checkpoint_every: int = 500
-    val_windows: int = 20
+    val_windows: int | None = 20  # None: the whole validation split
     eval_batch_size: int = 10
     probe_window: int = 0  # index of the fixed validation window whose attention maps are recorded
     seed: int = 0
@@ -59,11 +66,11 @@ def _optimizer(model: TransformerLM, run: LMRun) -> torch.optim.Optimizer:
 
 @torch.no_grad()
 def _evaluate(model: TransformerLM, valid: torch.Tensor, run: LMRun) -> tuple[float, torch.Tensor, list[torch.Tensor]]:
-    """Validation loss and per-layer mean attention entropy over the first ``val_windows`` windows, and
-    the attention maps of the probe window (first column)."""
+    """Validation loss and per-layer mean attention entropy over the first ``val_windows`` windows (all of
+    them when it is None), and the attention maps of the probe window (first column)."""
     model.eval()
     losses, ents, probe = [], [], None
-    n = min(run.val_windows, num_batches(valid, run.bptt))
+    n = num_batches(valid, run.bptt) if run.val_windows is None else min(run.val_windows, num_batches(valid, run.bptt))
     for i in range(n):
         x, y = get_batch(valid, i, run.bptt)
         logits, maps = model(x)
@@ -73,6 +80,15 @@ def _evaluate(model: TransformerLM, valid: torch.Tensor, run: LMRun) -> tuple[fl
             probe = [a[0].mean(dim=0).cpu() for a in maps]  # first sequence, mean over heads: [T, T]
     model.train()
     return sum(losses) / len(losses), torch.stack(ents).mean(dim=0).cpu(), probe
+
+
+def run_length(run: LMRun, per_epoch: int) -> int:
+    """Training steps of ``run``: ``iterations``, or ``epochs`` x ``per_epoch`` rounded when ``epochs`` is set."""
+    if run.epochs is None:
+        return run.iterations
+    if run.epochs <= 0:
+        raise ValueError(f"epochs must be positive, got {run.epochs}")
+    return max(1, round(run.epochs * per_epoch))
 
 
 def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab: int, work_dir: str | os.PathLike, device: str = "cpu", tag: str = "") -> dict[str, pd.DataFrame]:
@@ -85,6 +101,7 @@ def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
     train = batchify(train_ids, run.batch_size).to(dev)
     valid = batchify(valid_ids, run.eval_batch_size).to(dev)
     per_epoch = num_batches(train, run.bptt)
+    total = run_length(run, per_epoch)
     log_rows: list[dict] = []
     map_rows: list[pd.DataFrame] = []
 
@@ -105,9 +122,11 @@ def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
                 T = a.shape[0]
                 ii, jj = torch.meshgrid(torch.arange(T), torch.arange(T), indexing="ij")
                 map_rows.append(pd.DataFrame({"step": step, "layer": layer, "i": ii.reshape(-1).numpy(), "j": jj.reshape(-1).numpy(), "a": a.reshape(-1).numpy()}))
-        say(f"iteration {step}/{run.iterations} val loss {val_loss:.3f} entropy {[round(e, 3) for e in ents.tolist()]}")
+        say(f"iteration {step}/{total} (epoch {step / per_epoch:.2f}) val loss {val_loss:.3f} entropy {[round(e, 3) for e in ents.tolist()]}")
 
     def step(i: int) -> float:
+        if run.reset_optimizer_each_epoch and i > 1 and (i - 1) % per_epoch == 0:
+            opt.state.clear()  # a fresh optimiser (moments and step counts) at the start of each epoch
         x, y = get_batch(train, (i - 1) % per_epoch, run.bptt)
         logits, _ = model(x)
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
@@ -122,7 +141,7 @@ def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
         map_rows[:] = [pd.DataFrame(m) for m in logged["map_rows"]]
 
     resumable_training(
-        model, opt, total=run.iterations, step=step, record=record, eval_every=run.log_every,
+        model, opt, total=total, step=step, record=record, eval_every=run.log_every,
         checkpoint_every=run.checkpoint_every, work_dir=work_dir, settings=asdict(run), device=dev,
         save_log=lambda: {"log_rows": log_rows, "map_rows": [m.to_dict("list") for m in map_rows]},
         load_log=load_log, log=say,

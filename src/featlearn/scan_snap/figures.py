@@ -511,10 +511,27 @@ def _fig10_table(inputs: dict, cfg: dict) -> pd.DataFrame:
         log = pd.read_csv(path)
         ent = log[log["metric"] == "attention_entropy"]
         last = ent["step"].max()
+        val = log[log["metric"] == "val_loss"].set_index("step")["value"].sort_index()
         rows.append({"dataset": dataset, "lr": lr, "entropy": ent.loc[ent["step"] == last, "value"].mean(), "step": last,
-                     "init_entropy": ent.loc[ent["step"] == 0, "value"].mean(),
-                     "val_loss": log[(log["metric"] == "val_loss") & (log["step"] == last)]["value"].iloc[0]})
+                     "init_entropy": ent.loc[ent["step"] == 0, "value"].mean(), "val_loss": val.loc[last],
+                     "val_change_last_fifth": last_fifth_change(val)})
     return pd.DataFrame(rows)
+
+
+# A run still converging changes its validation loss by more than this over the last fifth of its steps.
+CONVERGED_CHANGE = 0.02
+
+
+def last_fifth_change(val: pd.Series) -> float:
+    """Relative change |L(end) - L(t)| / L(end) of a validation-loss series (indexed by step) between its last
+    logged step and the latest logged step t <= 0.8 x last; NaN when nothing was logged before that point or
+    the loss is not finite."""
+    last = val.index.max()
+    before = val[val.index <= 0.8 * last]
+    if before.empty or last == 0:
+        return float("nan")
+    end, then = float(val.loc[last]), float(before.iloc[-1])
+    return abs(end - then) / abs(end) if np.isfinite(end) and np.isfinite(then) and end != 0 else float("nan")
 
 
 def draw_10(inputs: dict, cfg: dict):
@@ -552,4 +569,11 @@ def claims_10(inputs: dict, cfg: dict) -> list[Claim]:
                              "Spearman(lr, entropy)", _rank_correlation(part["lr"], part["entropy"]), "<=", -0.8, cfg["scale"],
                              reason=f"a near-monotone fall over the {len(part)} learning rates (the reference's -0.8)",
                              baseline=(UNTRAINED, _rank_correlation(part["lr"], part["init_entropy"]))))
+        claims.append(_claim(f"wiki_converged_{dataset}", "Fig. 10",
+                             f"{dataset}: every learning rate's run has converged (the paper trains until convergence) "
+                             f"by iteration {int(part['step'].max())}",
+                             "max over lrs of |val loss(end) - val loss(80% of the run)| / val loss(end)",
+                             part["val_change_last_fifth"].max(skipna=False), "<=", CONVERGED_CHANGE, cfg["scale"], kind="sanity",
+                             reason=f"a validation loss that still moves by more than {CONVERGED_CHANGE:.0%} over the last fifth "
+                                    "of the run is still converging"))
     return claims

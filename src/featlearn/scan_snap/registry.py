@@ -7,6 +7,7 @@ of the config it reads, so that changing another part does not redraw it.
 
 from __future__ import annotations
 
+from featlearn.lm import epoch_budget
 from featlearn.registry import CHECK, Figure, Job, PaperRegistry, Paths, Resources
 
 PAPER = "scan_snap"
@@ -24,7 +25,7 @@ CLAIM_IDS = {
     "6": ("9a", "9b", "10", "11a"),
     "7": ("wiki_freeze_*",),
     "8": ("th_h",),
-    "10": ("wiki_entropy_lr_*",),
+    "10": ("wiki_entropy_lr_*", "wiki_converged_*"),
 }
 EXPERIMENTS = "featlearn.scan_snap.experiments"
 FIGURES = "featlearn.scan_snap.figures"
@@ -41,7 +42,8 @@ def lm_runs(cfg: dict) -> dict[str, tuple[str, dict]]:
     return {
         **{f"fig7_{name}": (f7["dataset"], {**common, **v, **budget7}) for name, v in f7["variants"].items()},
         **{
-            f"fig10_{dataset}_lr{lr:g}": (dataset, {**common, "n_layer": 1, "dropout": f10["dropout"], "lr": lr, **budget10})
+            f"fig10_{dataset}_lr{lr:g}": (dataset, {**common, "n_layer": 1, "dropout": f10["dropout"], "lr": lr, **budget10,
+                                                    **epoch_budget(f10, dataset)})
             for dataset in f10["datasets"]
             for lr in f10["lrs"]
         },
