@@ -362,3 +362,31 @@ def test_fig10_convergence_check_on_planted_logs(tmp_path):
     assert_fails("scan_snap", falling, "wiki_converged_wikitext2")
     diverged = F.claims_10({"logs": _val_logs(tmp_path, [8.0, 6.0, 5.5, 5.0, 5.0, float("nan")])}, cfg)
     assert_fails("scan_snap", diverged, "wiki_converged_wikitext2")
+
+
+def _dip_table(tmp_path, dip: bool) -> dict:
+    """Syn-Medium finals over ratios 1, 2, 5, 10: entropy rises with the ratio, except (``dip``) that ratio 2 ends
+    below ratio 1 when there are 3 or more queries."""
+    rows = []
+    for nl in (1, 3, 5):
+        for ez in (0.5, 3.0):
+            for ratio in (1, 2, 5, 10):
+                value = 1.8 + 0.02 * ratio - 0.1 * (ez == 3.0)
+                if dip and nl >= 3 and ratio == 2:
+                    value -= 0.1
+                rows.append({"num_last": nl, "K": 2 * nl, "eta_z": ez, "ratio": ratio, "seed": 1, "distinct_entropy": value,
+                             "init_distinct_entropy": 2.15})
+    path = tmp_path / f"dip_{dip}.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return {"final": str(path)}
+
+
+def test_fig6_ratio_two_dip_on_planted_entropies(tmp_path):
+    with_dip = F.claims_6(_dip_table(tmp_path, True), {"scale": "test"})
+    assert_passes("scan_snap", with_dip, "10b")
+    dip = {c.claim_id: c for c in with_dip}["10b"]
+    assert dip.baseline_measured == 0.0 and dip.verdict == "reproduced"  # the untrained network is the same at every ratio
+    assert_fails("scan_snap", F.claims_6(_dip_table(tmp_path, False), {"scale": "test"}), "10b")
+    # without ratio 1 in the grid (or without 3 queries) there is nothing to compare: no claim
+    no_ratio_one = F.claims_6(_syn_medium(tmp_path, ez_effect=0.1, ratio_effect=0.05), {"scale": "test"})
+    assert "10b" not in {c.claim_id for c in no_ratio_one}

@@ -22,7 +22,7 @@ CLAIM_IDS = {
     "3": ("th_t0", "th_late_B", "th_lnln"),
     "4": ("1b", "2", "3a", "3b", "4a", "4b", "4c", "5a", "5b", "5c", "6a", "6b", "7", "8a", "8b"),
     "5": ("adam_subsets",),
-    "6": ("9a", "9b", "10", "11a"),
+    "6": ("9a", "9b", "10", "10b", "11a"),
     "7": ("wiki_freeze_*",),
     "8": ("th_h",),
     "10": ("wiki_entropy_lr_*", "wiki_converged_*"),
