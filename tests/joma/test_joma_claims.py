@@ -76,8 +76,32 @@ def eq6(tmp_path_factory):
 
 def test_fig4_claims_pass_on_the_eq6_dynamics(eq6):
     claims = F.claims_4(eq6, {"log_every": 100, "converge_tol": 0.01, "scale": "test"})
-    assert_passes("joma", claims, "fig4_drop", "fig4_rebound", "fig4_order", "fig4_control", "fig4_exact")
+    assert_passes("joma", claims, "fig4_drop", "fig4_rebound", "fig4_order", "fig4_control", "thm4_rate", "fig4_exact")
     assert {c.claim_id: c.kind for c in claims}["fig4_exact"] == "sanity"
+    rate = {c.claim_id: c for c in claims}["thm4_rate"]
+    assert rate.measured < 0.01 and rate.verdict == "reproduced"  # the no-attention control has ratio 1: |Lambda| near 1
+    assert rate.baseline_measured > 0.9
+
+
+def test_theorem4_rate_fails_on_planted_dynamics(eq6, monkeypatch):
+    """A dynamics whose convergence rate grows as exp(mu^2) instead of exp(mu^2/2) breaks Theorem 4's ratio."""
+    right = D.eq6_log_convergence
+
+    def wrong(mu, t_end, attention=True):
+        return right(np.sqrt(2) * np.asarray(mu), t_end, attention)
+
+    monkeypatch.setattr(D, "eq6_log_convergence", wrong)
+    assert_fails("joma", F.claims_4(eq6, {"log_every": 100, "converge_tol": 0.01, "scale": "test"}), "thm4_rate")
+
+
+def test_eq6_log_form_matches_the_stiff_solver_and_theorem4():
+    mu = np.array([1.0, 2.0, 3.0])
+    t = np.array([0.0, 0.05, 0.2])
+    v = D.eq6_exact(mu, t)[-1]
+    assert D.eq6_log_convergence(mu, 0.2) == pytest.approx(np.log(1 / (1 - v / mu)), rel=1e-6)
+    assert (D.eq6_log_convergence(mu, 5.0, attention=False) == 5.0).all()  # dv/dt = mu - v: delta = e^-t
+    lam, bound = D.theorem4_lambda(mu, D.eq6_log_convergence(mu, 200.0))
+    assert lam < bound < 0.05
 
 
 def test_fig4_claims_fail_on_planted_tables(eq6, tmp_path):

@@ -57,6 +57,37 @@ def F(r: float, mu: float) -> float:
     return quad(lambda x: math.exp(-(mu**2) * x**2 / 2) / (1 - x), 0.0, r, limit=200, epsabs=1e-12, epsrel=1e-12)[0]
 
 
+# Theorem 4: |lambda_jk(t)| <= sqrt(2 pi) + 2 in Lambda(t) = lambda_jk(t) exp(mu_k^2/2) / ln(1/delta_k(t)).
+THM4_LAMBDA = math.sqrt(2 * math.pi) + 2
+
+
+def eq6_log_convergence(mu: np.ndarray, t_end: float, attention: bool = True) -> np.ndarray:
+    """u_j(t_end) = ln(1/delta_j), delta_j = 1 - v_j/mu_j, of Eq. 6 from v(0) = 0, integrated in u itself
+    (du/dt = exp(mu^2 (1 - e^-u)^2 / 2), u(0) = 0), so that delta far below float precision stays exact. Without
+    attention (dv/dt = mu - v) every u_j is t."""
+    mu = np.asarray(mu, dtype=float)
+    if not attention:
+        return np.full_like(mu, float(t_end))
+    sol = solve_ivp(lambda t, u: np.exp(mu**2 * (-np.expm1(-u)) ** 2 / 2), (0.0, float(t_end)), np.zeros_like(mu),
+                    method="LSODA", rtol=1e-10, atol=1e-10)
+    if not sol.success:
+        raise RuntimeError(f"Eq. 6 (log form) integration failed: {sol.message}")
+    return sol.y[:, -1]
+
+
+def theorem4_lambda(mu: np.ndarray, u: np.ndarray) -> tuple[float, float]:
+    """Theorem 4 at one time: the largest |Lambda| = |(u_j/u_k) exp(-(mu_j^2 - mu_k^2)/2) - 1| over pairs with
+    mu_j > mu_k, and the theorem's bound on it, max over k of (sqrt(2 pi) + 2) exp(mu_k^2/2) / u_k."""
+    mu, u = np.asarray(mu, dtype=float), np.asarray(u, dtype=float)
+    worst = 0.0
+    for j in range(mu.size):
+        for k in range(mu.size):
+            if mu[j] > mu[k]:
+                worst = max(worst, abs(u[j] / u[k] * math.exp(-(mu[j] ** 2 - mu[k] ** 2) / 2) - 1))
+    bound = float(np.max(THM4_LAMBDA * np.exp(mu**2 / 2) / u))
+    return worst, bound
+
+
 def theorem2_ode(delta: np.ndarray, A: float, t_eval: np.ndarray) -> np.ndarray:
     """Solve dv/dt = Delta exp(v^2/2) / A from v(0) = 0 up to t_eval[-1] (< t*)."""
     sol = solve_ivp(lambda t, v: delta * np.exp(v**2 / 2) / A, (0.0, float(t_eval[-1])), np.zeros_like(delta, dtype=float),

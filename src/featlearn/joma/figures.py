@@ -10,6 +10,7 @@ import pandas as pd
 import seaborn as sns
 
 from featlearn.claims import Claim, check
+from featlearn.joma import dynamics
 from featlearn.plotting import set_style
 
 PAPER = "joma"
@@ -53,6 +54,10 @@ def draw_4(inputs: dict, cfg: dict):
     return fig
 
 
+# [D] The time at which Theorem 4's rate is read: its bound on |Lambda| is then about 0.02 for mu in [1, 4].
+THM4_T = 200.0
+
+
 def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
     tol, scale = cfg["converge_tol"], cfg["scale"]
     df, ex, att = _fig4_tables(inputs)
@@ -72,6 +77,9 @@ def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
         1 for i in range(len(times)) for k in range(i + 1, len(times)) if not (np.isinf(times[i]) and np.isinf(times[k])) and times[k] >= times[i]
     )
     n_conv = int(np.isfinite(times).sum())
+    mu = np.sort(ex.groupby("component")["mu"].first().to_numpy())
+    lam, lam_bound = dynamics.theorem4_lambda(mu, dynamics.eq6_log_convergence(mu, THM4_T))
+    lam_ctrl, _ = dynamics.theorem4_lambda(mu, dynamics.eq6_log_convergence(mu, THM4_T, attention=False))
     # The entropy at iteration 0 is ln 10 by construction (v(0) equal in every component): a unit test.
     theory = dict(kind="paper-theory")
     return [
@@ -86,6 +94,11 @@ def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
               reason="a strict order (Thm. 4: salient components converge first)"),
         check(PAPER, "fig4_control", "Fig. 4", "without attention the entropy has no rebound", "H(end) - min H (no attention)", ctrl[-1] - ctrl.min(),
               "<=", 1e-9, scale, **theory, reason="no rebound at all: float64 rounding only"),
+        check(PAPER, "thm4_rate", "Thm. 4", f"ln(1/delta_j) / ln(1/delta_k) = exp((mu_j^2 - mu_k^2)/2) (1 + Lambda) for every pair "
+              f"mu_j > mu_k of the exact Eq. 6, with |Lambda| within the theorem's bound at t = {THM4_T:g}",
+              "max |Lambda| over pairs", lam, "<=", lam_bound, scale, **theory,
+              reason=f"Theorem 4's own bound (sqrt(2 pi) + 2) exp(mu_k^2/2) / ln(1/delta_k), {lam_bound:.3g} at t = {THM4_T:g}",
+              baseline=("no attention (dv/dt = mu - v)", lam_ctrl)),
         check(PAPER, "fig4_exact", "Thm. 4", "the exact Eq. 6 solution satisfies F(v_j/mu_j, mu_j) = t", "max |F - t|",
               float(ex["F_minus_t"].abs().max()), "<=", 1e-3, scale, kind="sanity",
               reason="accuracy of this project's stiff solver (the reference's 1e-3)"),

@@ -32,7 +32,7 @@ CKPT_PLOT = ("joma/checkpoints_figures.py", "plotting.py", "claims.py")
 # the run; "fig2_nc_[!p]*" is NC(z_hat, z) per X setting, "fig2_nc_part2_*" its second part alone).
 CLAIM_IDS = {
     "2": ("fig2_nc_[!p]*", "fig2_nc_part2_*", "thm1_exp_invariant", "thm1_exp_decreasing"),
-    "4": ("fig4_drop", "fig4_rebound", "fig4_order", "fig4_control", "fig4_exact"),
+    "4": ("fig4_drop", "fig4_rebound", "fig4_order", "fig4_control", "thm4_rate", "fig4_exact"),
     "theorem2": ("thm2_invariant", "thm2_limits"),
     "6": ("fig6_step0_*", "fig6_1layer_drop_*", "fig6_1layer_rebound_*", "fig6_*layer_top_drop_*", "fig6_*layer_top_rebound_*",
           "fig6_*layer_bottom_lower_*"),
