@@ -253,3 +253,23 @@ def test_fig7_claims_on_planted_checkpoints(tmp_path):
     assert by["fig7_top_rebound_pythia-a"].baseline_measured == 0.0 and by["fig7_top_rebound_pythia-a"].verdict == "reproduced"
     bad = C.claims_7({"tables": [_checkpoints(tmp_path, "pythia-b", [1.3, 1.2, 1.1, 1.0], 1.2, 0.3)]}, {"scale": "test"})
     assert_fails("joma", bad, "fig7_step0_gaussian_pythia-b", "fig7_top_rebound_pythia-b", "fig7_bottom_below_pythia-b")
+
+
+# ------------------------------------------------------------------------------------------ Fig. 3
+def _v0(tmp_path, growing: int, K: int = 20) -> dict:
+    """v_0 trajectories over 100 steps, 2 seeds: ``growing`` components rise linearly all along, the others rise
+    over the first 20 steps and then stay (saturate)."""
+    steps = np.arange(0, 101, 10)
+    rows = [{"setting": "smooth", "seed": seed, "step": int(t), "component": j,
+             "value": (0.01 * t if j < growing else 0.2 * min(t, 20) / 20) * (1 + 0.1 * seed)}
+            for seed in (1, 2) for t in steps for j in range(K)]
+    path = tmp_path / f"v0_{growing}.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return {"v0": str(path)}
+
+
+def test_fig3_claim_on_planted_trajectories(tmp_path):
+    few = {c.claim_id: c for c in S.claims_3(_v0(tmp_path, 2), {"scale": "test"})}["fig3_few_grow_smooth"]
+    assert few.passed and few.measured == 2.0 and few.verdict == "reproduced"
+    assert math.isnan(few.baseline_measured)  # frozen at init: nothing grows
+    assert_fails("joma", S.claims_3(_v0(tmp_path, 12), {"scale": "test"}), "fig3_few_grow_smooth")

@@ -245,7 +245,8 @@ def test_figures_return_their_claims(tmp_path, tiny_tables):
     assert by_id["fig2_nc_smooth"].target == ">= 0.95" and by_id["fig2_nc_part2_smooth"].target == "<= 0.7"
     for p in figs2:
         assert (tmp_path / p).stat().st_size > 1000
-    assert not hasattr(F, "claims_3")  # Fig. 3 is drawn only: the reference states no claim for it
+    # Fig. 3: the paper's remark that only some components of v_0 keep growing (issue 17 added the claim)
+    assert {c.claim_id for c in F.claims_3({"v0": v}, cfg)} == {f"fig3_few_grow_{x}" for x in set(pd.read_csv(v)["setting"])}
     save_figure(F.draw_3({"matrices": m, "v0": v}, cfg), str(tmp_path / "fig3.png"), dpi=60)
     assert (tmp_path / "fig3.png").stat().st_size > 1000
 

@@ -18,7 +18,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
-from featlearn.claims import Claim, check
+from featlearn.claims import UNTRAINED, Claim, check
 from featlearn.plotting import set_style
 
 PAPER = "joma"
@@ -176,7 +176,7 @@ def claims_2(inputs: dict, cfg: dict) -> list[Claim]:
 
 def draw_3(inputs: dict, cfg: dict):
     """Per X setting (first seed): V = U_C^T W at init and at the end, and components 0-3 of v_0 over
-    training. The reference states no claim for this figure: it is drawn only."""
+    training. Claim: :func:`claims_3`."""
     scale = cfg["scale"]
     mats, v0 = pd.read_csv(inputs["matrices"]), pd.read_csv(inputs["v0"])
     settings = [s for s in ("smooth", "random") if s in set(v0["setting"])]
@@ -205,3 +205,42 @@ def draw_3(inputs: dict, cfg: dict):
         row[2].legend(fontsize=8)
     fig.suptitle(f"JoMA Fig. 3: a few components of $v_0$ keep growing, the others saturate (scale: {scale})")
     return fig
+
+
+# Fig. 3 / Theorem 2's remark: "only some components of v_0 grow while the remaining components [are] saturated
+# after initial growing". A component still grows in the second half of training when its |v| rises there by at
+# least GROWING of the fastest component's rise; "some" is read as at most a quarter of the components [D].
+GROWING = 0.25
+FEW = 0.25
+
+
+def late_growers(v0: pd.DataFrame) -> float:
+    """Components of one run (columns step, component, value) whose |v| rises over the second half of training by
+    at least GROWING x the largest such rise; NaN when nothing rises (a run frozen at its start)."""
+    steps = np.sort(v0["step"].unique())
+    half = steps[steps <= steps[-1] / 2][-1]
+    at = lambda s: v0[v0["step"] == s].set_index("component")["value"].abs()  # noqa: E731
+    rise = at(steps[-1]) - at(half)
+    if not rise.max() > 0:
+        return float("nan")
+    return float((rise >= GROWING * rise.max()).sum())
+
+
+def claims_3(inputs: dict, cfg: dict) -> list[Claim]:
+    """Per X setting: the mean over seeds of :func:`late_growers`. The baseline is the untrained network (every
+    component frozen at its initial value: nothing grows, so there is no 'few')."""
+    v0 = pd.read_csv(inputs["v0"])
+    claims = []
+    for setting, sub in v0.groupby("setting", sort=False):
+        K = int(sub["component"].nunique())
+        per_seed = [late_growers(run) for _, run in sub.groupby("seed")]
+        frozen = sub.assign(value=sub.groupby(["seed", "component"])["value"].transform("first"))
+        base = [late_growers(run) for _, run in frozen.groupby("seed")]
+        claims.append(check(PAPER, f"fig3_few_grow_{setting}", "Fig. 3",
+                            f"only some components of v_0 keep growing over the second half of training, the others saturate "
+                            f"({setting} X)",
+                            f"components whose late rise of |v| is >= {GROWING:g} x the largest (of {K}), mean over seeds",
+                            float(np.mean(per_seed)), "<=", FEW * K, cfg["scale"], seeds=len(per_seed),
+                            spread=float(np.std(per_seed)), reason=f"'only some' read as at most a quarter of the {K} components",
+                            baseline=(UNTRAINED, float(np.mean(base)))))
+    return claims

@@ -32,6 +32,7 @@ CKPT_PLOT = ("joma/checkpoints_figures.py", "plotting.py", "claims.py")
 # the run; "fig2_nc_[!p]*" is NC(z_hat, z) per X setting, "fig2_nc_part2_*" its second part alone).
 CLAIM_IDS = {
     "2": ("fig2_nc_[!p]*", "fig2_nc_part2_*", "thm1_exp_invariant", "thm1_exp_decreasing"),
+    "3": ("fig3_few_grow_*",),
     "4": ("fig4_drop", "fig4_rebound", "fig4_order", "fig4_control", "thm4_rate", "fig4_exact"),
     "theorem2": ("thm2_invariant", "thm2_limits"),
     "6": ("fig6_step0_*", "fig6_1layer_drop_*", "fig6_1layer_rebound_*", "fig6_*layer_top_drop_*", "fig6_*layer_top_rebound_*",
@@ -191,8 +192,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> JomaRegistry:
     declared = [
         figure("2", "attention_sim_figures", {"steps": softmax.outputs["steps"], "matrices": softmax.outputs["matrices"],
                                               "exp": exp.outputs["steps"]}, SIM_PLOT, settings=sim_grid),
-        figure("3", "attention_sim_figures", {"matrices": softmax.outputs["matrices"], "v0": softmax.outputs["v0"]}, SIM_PLOT,
-               claims=False),
+        figure("3", "attention_sim_figures", {"matrices": softmax.outputs["matrices"], "v0": softmax.outputs["v0"]}, SIM_PLOT),
         figure("4", "figures", dict(eq6.outputs), DYNAMICS_PLOT,
                settings={k: cfg["eq6"][k] for k in ("log_every", "converge_tol")}),
         figure("theorem2", "figures", dict(theorem2.outputs), DYNAMICS_PLOT, kind=CHECK),
