@@ -275,3 +275,27 @@ def test_fig3_claim_on_planted_trajectories(tmp_path):
     assert few.measured == 2.0 and few.verdict == "reproduced"
     assert math.isnan(few.baseline_measured)  # frozen at init: nothing grows
     assert_fails("joma", S.claims_3(_v0(tmp_path, 12), {"scale": "test"}), "fig3_few_grow_smooth")
+
+
+def _rank_logs(tmp_path, curves: dict[int, list[list[float]]]) -> list[str]:
+    """Fig. 6 logs at lr 1e-4 with entropy curves that rebound and the given stable-rank curves per depth."""
+    paths = []
+    for n_layer, ranks in curves.items():
+        rows = _log(n_layer, 1e-4, [REBOUND] * n_layer, FALLING_VAL)
+        rows += [{"dataset": "wikitext2", "n_layer": n_layer, "lr": 1e-4, "seed": 1, "step": step * 10, "metric": "stable_rank",
+                  "layer": layer, "value": v} for layer, curve in enumerate(ranks) for step, v in enumerate(curve)]
+        p = tmp_path / f"rank{n_layer}.csv"
+        pd.DataFrame(rows).to_csv(p, index=False)
+        paths.append(str(p))
+    return paths
+
+
+def test_fig6_stable_rank_rebound_on_planted_curves(tmp_path):
+    cfg = {"lr": 1e-4, "bptt": 35, "scale": "test"}
+    dip, falling = [50.0, 40.0, 35.0, 38.0, 42.0], [50.0, 45.0, 42.0, 40.0, 39.0]
+    good = W.claims_6({"logs": _rank_logs(tmp_path, {1: [dip], 2: [falling, dip]})}, cfg)
+    assert_passes("joma", good, "fig6_rank_rebound_wikitext2")
+    rank = {c.claim_id: c for c in good}["fig6_rank_rebound_wikitext2"]
+    assert rank.measured == pytest.approx(42 / 35 - 1) and rank.baseline_measured == 0.0 and rank.verdict == "reproduced"
+    bad = W.claims_6({"logs": _rank_logs(tmp_path, {1: [dip], 2: [falling, falling]})}, cfg)  # the 2-layer model never rebounds
+    assert_fails("joma", bad, "fig6_rank_rebound_wikitext2")

@@ -36,7 +36,7 @@ CLAIM_IDS = {
     "4": ("fig4_drop", "fig4_rebound", "fig4_order", "fig4_control", "thm4_rate", "fig4_exact"),
     "theorem2": ("thm2_invariant", "thm2_limits"),
     "6": ("fig6_step0_*", "fig6_1layer_drop_*", "fig6_1layer_rebound_*", "fig6_*layer_top_drop_*", "fig6_*layer_top_rebound_*",
-          "fig6_*layer_bottom_lower_*"),
+          "fig6_*layer_bottom_lower_*", "fig6_rank_rebound_*"),
     "8": ("fig8_best_rebound_*", "fig8_large_lr_sparse_*", "fig8_small_no_rebound_*"),
     "table1": ("table1_s0", "table1_s1_lower", "table1_gap_s0", "table1_gap_s1", "table1_loss"),
     "hblt": ("thm5_hblt",),

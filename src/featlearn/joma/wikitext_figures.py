@@ -154,7 +154,36 @@ def claims_6(inputs: dict, cfg: dict) -> list[Claim]:
                 claims.append(claim(f"{L}layer_bottom_lower",
                                     f"in the {L}-layer model the bottom layer stays below the top layer over the second half of training ({ds})",
                                     "max over second-half steps of H(bottom) - H(top)", "<", 0.0, "an order the paper's Fig. 6 shows"))
+        ranks = curves(df, "stable_rank")
+        ranks = ranks[ranks["dataset"] == ds]
+        if not ranks.empty:
+            ours_rank, base_rank = rank_rebound(ranks, layers), rank_rebound(frozen_curves(ranks), layers)
+            claims.append(check(PAPER, f"fig6_rank_rebound_{ds}", "Sec. 5 / Fig. 6",
+                                f"at every depth some layer's FFN stable rank falls to an interior minimum and rebounds by at least "
+                                f"{RANK_REBOUND:.0%} (the MLP lower layer's rank first drops, then bounces back; {ds})",
+                                "min over depths of the largest rebound sr(end) / interior min - 1 (seed means)", ours_rank, ">=",
+                                RANK_REBOUND, scale, seeds=seeds, baseline=(UNTRAINED, base_rank),
+                                reason="the reference's 5% rebound of the pretrained models' stable rank (Fig. 7), on this project's LMs"))
     return claims
+
+
+# The stable-rank rebound read off the pretrained models' curves (reference, claim 8), used for the project's own LMs.
+RANK_REBOUND = 0.05
+
+
+def rank_rebound(c: pd.DataFrame, depths: list[int]) -> float:
+    """Min over depths of the largest rebound over layers: sr(end) / min - 1 where the minimum of the seed-mean
+    curve is interior, else 0."""
+    per_depth = []
+    for L in depths:
+        best = 0.0
+        for _, curve in c[c["n_layer"] == L].groupby("layer"):
+            v = curve.sort_values("step")["mean"].to_numpy()
+            i = int(v.argmin())
+            if 0 < i < len(v) - 1 and v[i] > 0:
+                best = max(best, float(v[-1] / v[i] - 1))
+        per_depth.append(best)
+    return float(min(per_depth))
 
 
 def _fig8_logs(inputs: dict, n_layer: int):
