@@ -461,6 +461,23 @@ def test_training_tables_and_group_independence():
     assert torch.allclose(alone.params["E"][0], res.params["E"][1], rtol=1e-10, atol=1e-13)
 
 
+
+@pytest.mark.parametrize("kind", ["mv", "mlp"])
+def test_dropout_masks_do_not_depend_on_the_group(kind):
+    """Each seed draws its dropout masks from its own stream at its own batch shape: a run trained with other
+    seeds equals the run trained alone (issue 18: one generator used to be shared by the job's runs)."""
+    settings = T.Settings(kind=kind, epochs=2, batch=4, lr=0.5, dropout=0.3, d=8, dtype="float64", threads=0)
+    splits, probes = tiny_splits(), T.Probes(tokens={"good": 3, "bad": 4})
+    group = [T.Run(1, "relu", 0.1), T.Run(2, "relu", 0.1), T.Run(2, "tanh", 0.5)]
+    together = T.train(settings, group, splits, len(TINY_VOCAB), probes, progress=False)
+    for r in (0, 1):
+        alone = T.train(settings, [group[r]], splits, len(TINY_VOCAB), probes, progress=False)
+        assert torch.allclose(alone.params["E"][0], together.params["E"][r], rtol=1e-10, atol=1e-13)
+    # the masks act: the same run without dropout ends elsewhere
+    plain = T.train(T.Settings(**{**settings.__dict__, "dropout": 0.0}), group[:1], splits, len(TINY_VOCAB), probes, progress=False)
+    assert not torch.allclose(plain.params["E"][0], together.params["E"][0], rtol=1e-6)
+
+
 def test_training_learns_token_polarity():
     settings = T.Settings(kind="sa", epochs=30, batch=5, lr=0.3, dropout=0.0, d=16, threads=0)
     res = T.train(settings, [T.Run(0, "relu", 0.1)], tiny_splits(), len(TINY_VOCAB),

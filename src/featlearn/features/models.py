@@ -224,16 +224,19 @@ def _transformer_layer(p: dict[str, torch.Tensor], x: torch.Tensor, m: torch.Ten
 # ------------------------------------------------------------------------------------------- forward
 def forward(spec: ModelSpec, params: dict[str, torch.Tensor], tokens: torch.Tensor, mask: torch.Tensor,
             activations: list[str], *, dropout: float = 0.0, training: bool = False,
-            generator: torch.Generator | None = None, E: torch.Tensor | None = None) -> torch.Tensor:
+            generator: torch.Generator | None = None, E: torch.Tensor | None = None,
+            keep: torch.Tensor | None = None) -> torch.Tensor:
     """Label scores s, shape [R, B, n_out], of right-padded ``tokens`` ([B, L] or [R, B, L]) with ``mask``.
 
     ``E`` replaces ``params["E"]`` (a gathered subset of rows whose ids ``tokens`` refers to; used by the
     trainer's sparse embedding update). ``dropout`` acts on the embeddings x_j in training ([C]'s knob; the
-    theory has none); its masks come from ``generator`` (on the tensors' device) so runs are reproducible.
+    theory has none); its masks are ``keep`` (0/1, broadcastable to [R, B, L, d]: the trainer draws each
+    run's from its own stream) or else drawn from ``generator`` (on the tensors' device).
     """
     x = embed(params["E"] if E is None else E, tokens, mask)
     if training and dropout > 0:
-        keep = torch.rand(x.shape, generator=generator, device=x.device, dtype=x.dtype) >= dropout
+        if keep is None:
+            keep = torch.rand(x.shape, generator=generator, device=x.device, dtype=x.dtype) >= dropout
         x = x * keep / (1.0 - dropout)
     return forward_embedded(spec, params, x, mask, activations)
 

@@ -270,7 +270,9 @@ def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab
     seeds = sorted({r.seed for r in runs})
     run_of_seed = torch.tensor([seeds.index(r.seed) for r in runs])
     data_gen = {s: torch.Generator().manual_seed(derived_seed(s, 11)) for s in seeds}
-    drop_gen = torch.Generator(device=dev).manual_seed(derived_seed(seeds[0], 13 + 7 * len(seeds)))
+    # one dropout stream per seed, drawn at that seed's own batch shape: a run's masks do not depend on the
+    # other runs of the job (runs of one seed share their masks, as they share their batches)
+    drop_gen = {s: torch.Generator(device=dev).manual_seed(derived_seed(s, 13)) for s in seeds}
     train_enc = splits["train"]
     meta = pd.DataFrame({"run": range(R), "seed": [r.seed for r in runs], "activation": acts,
                          "sigma_v": [r.sigma_v for r in runs]})
@@ -312,16 +314,18 @@ def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab
                 toks, lens, labels, weights = toks[run_of_seed], lens[run_of_seed], labels[run_of_seed], weights[run_of_seed]
             toks, mask = _prepare_tokens(spec, toks, lens)
             toks, mask, labels, weights = toks.to(dev), mask.to(dev), labels.to(dev), weights.to(dev)
+            keep = _dropout_masks(settings, spec, [train_enc.lengths[i] for i in idxs], seeds, drop_gen, toks.shape[-1],
+                                  run_of_seed, dtype, dev)
 
             leaves = {k: params[k].detach().requires_grad_(True) for k in dense_names}
             if sparse:
                 uniq, inv = torch.unique(toks, return_inverse=True)
                 E_sub = params["E"][:, uniq].detach().requires_grad_(True)
                 s = forward(spec, {**params, **leaves}, inv, mask, acts, dropout=settings.dropout, training=True,
-                            generator=drop_gen, E=E_sub)
+                            E=E_sub, keep=keep)
             else:
                 s = forward(spec, {**params, **leaves}, toks, mask, acts, dropout=settings.dropout, training=True,
-                            generator=drop_gen)
+                            keep=keep)
             losses = example_losses(s, labels)
             w = weights.expand_as(losses)
             run_loss = (losses * w).sum(1) / w.sum(1)
@@ -347,6 +351,23 @@ def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab
     seconds = time.perf_counter() - start
     return Result(_scores_table(meta, score_logs, spec.n_out), _metrics_table(meta, metric_rows),
                   _summary(meta, metric_rows), {k: p.detach().cpu() for k, p in params.items()}, spec, seconds)
+
+
+def _dropout_masks(settings: Settings, spec: ModelSpec, lengths: list[torch.Tensor], seeds: list[int],
+                   gens: dict[int, torch.Generator], L: int, run_of_seed: torch.Tensor, dtype: torch.dtype,
+                   dev: torch.device) -> torch.Tensor | None:
+    """Dropout keep-masks of one step, [B, L, d] (one seed) or [R, B, L, d]: seed s draws (its batch size, its
+    longest instance (+ BOS), d) from its own generator, padded with ones to the step's shape."""
+    if settings.dropout <= 0:
+        return None
+    bos = int(spec.bos_id is not None)
+    B = max(len(n) for n in lengths)
+    keep = torch.ones(len(seeds), B, L, spec.d, dtype=dtype, device=dev)
+    for j, (s, n) in enumerate(zip(seeds, lengths)):
+        Ls = int(n.max()) + bos
+        keep[j, : len(n), :Ls] = (torch.rand(len(n), Ls, spec.d, generator=gens[s], device=dev, dtype=dtype)
+                                  >= settings.dropout).to(dtype)
+    return keep[0] if len(seeds) == 1 else keep[run_of_seed.to(dev)]
 
 
 def _update(settings: Settings, p: torch.Tensor, g: torch.Tensor, st: dict, step: int) -> None:
