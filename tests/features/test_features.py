@@ -304,7 +304,7 @@ def test_cnn_sa_mv_lrnn_constants():
         assert theory.cnn_H_integral(n, 3) == pytest.approx(H[n], rel=1e-8)
     assert theory.cnn_rho(0.1, 0.1, 0.1) == pytest.approx(2e-4)
     assert theory.sa_rho(0.1, 0.1) == pytest.approx(0.02) and theory.sa_rho(0.1, 0.001) == pytest.approx(0.010001)
-    assert theory.mv_rho(0.1, 0.1, 0.1) == pytest.approx(0.04 * 1e-4)
+    assert not hasattr(theory, "mv_rho")  # the printed MV constant lacks a 1/d; unused, so removed
     base = 3e-4
     assert theory.lrnn_rho(0, 0.1, 0.1, 0.1, 0.1) == pytest.approx(base)
     assert theory.lrnn_rho(2, 0.1, 0.1, 0.1, 0.5) == pytest.approx(0.5**4 * base + 2 * 0.5**2 * 1e-6)
@@ -486,3 +486,27 @@ def test_training_learns_token_polarity():
     assert last["good"] > 0 and last["great"] > 0 and last["bad"] < 0
     loss = res.metrics[(res.metrics.split == "train")].sort_values("epoch")["value"].to_numpy()
     assert loss[-1] < loss[0]
+
+
+def test_cnn_kernel_counts_position_aligned_tokens():
+    """Lemma A.2 at finite width: E[relu(a) relu(b)] of two windows' pre-activations (random embeddings and one
+    kernel matrix per position) matches F(n) with n the aligned matches, not the tokens shared in any position."""
+    assert theory.cnn_shared((1, 2, 3), (3, 1, 2)) == 0 and theory.cnn_shared((1, 2, 3), (1, 5, 3)) == 2
+    with pytest.raises(ValueError):
+        theory.cnn_shared((1, 2), (1, 2, 3))
+    gen = torch.Generator().manual_seed(0)
+    K, d, hidden, vocab, se, sw = 3, 256, 20000, 6, 1.0, 1.0
+    E = torch.randn(vocab, d, generator=gen, dtype=F64) * se
+    W = torch.randn(K, hidden, d, generator=gen, dtype=F64) * sw / math.sqrt(d)
+
+    def pre(window):
+        return sum(W[k] @ E[t] for k, t in enumerate(window))
+
+    s2 = se**2 * sw**2
+    for a, b in (((1, 2, 3), (3, 1, 2)), ((1, 2, 3), (1, 5, 3)), ((1, 2, 3), (1, 2, 3))):
+        empirical = float((torch.relu(pre(a)) * torch.relu(pre(b))).mean())
+        n = theory.cnn_shared(a, b)
+        assert empirical == pytest.approx(theory.cnn_F(n, K, s2), rel=0.1, abs=0.02)
+        shared_anywhere = len(set(a) & set(b))
+        if shared_anywhere != n:  # the printed "regardless of positions" count predicts another value
+            assert abs(empirical - theory.cnn_F(shared_anywhere, K, s2)) > 0.2

@@ -13,7 +13,7 @@ Weights are Gaussian with std sigma_e (embedding), sigma_w (hidden / kernel), si
   F(0) = K s^2 / (2 pi) is the bias term shared by all windows. The integral forms (Eq. 57-59, a
   conditional expectation psi of the shared part) are computed too, to check the closed forms.
 - SA, Theorem 4.6: rho = sigma_e^2 + sigma_v^2, omega(e, x) = sum_i sum_j E(alpha_ij) [e_j = e], no bias.
-- MV, Theorem 4.8: rho = (sigma_e^2 + 3 sigma_v^2) sigma_e^2 sigma_w^2 on bigram counts, no bias.
+- MV, Theorem 4.8: a kernel on bigram counts with no bias; no MV constant is defined here (none is used).
 - L-RNN, Eq. 87: rho(k) = sigma_h^{2k} (s^2 + sigma_v^2 sigma_w^2 + sigma_v^2 sigma_e^2) + k sigma_h^{2k-2} sigma_v^2 s^2.
 
 Linear NTK flow (Theorem 4.2 with a constant kernel): with token weights u (one per vocabulary entry) and a
@@ -25,6 +25,17 @@ The shared mode is fast (its kernel eigenvalue ~ mu mean(l^2) exceeds the token 
 compare sigma_v use one absolute step and time for both; a trained network is matched to the flow time at
 which the flow's training loss equals the network's.
 C is the instance-by-token count matrix omega(e, x) (for SA weighted by E(alpha_ij)).
+
+Deviations from the printed formulas (and why):
+- CNN: the paper (Sec. 4, after Eq. 10) says omega_c counts the tokens c and c_j share "regardless of
+  positions". With one kernel matrix W^c_k per window position k, two windows' pre-activations covary only
+  through the positions where they hold the same token: n = #{k : c_k = c'_k} (:func:`cnn_shared`). A
+  window and its rotation share every token but no aligned position, so their kernel is F(0), the bias
+  term, not F(K) (tests/features/test_features.py checks this against a finite-width Monte Carlo).
+- MV: Theorem 4.8's printed rho = (sigma_e^2 + 3 sigma_v^2) sigma_e^2 sigma_w^2 leaves out a factor 1/d
+  that the model's 1/(d sqrt d) scaling puts in the kernel. The pipeline never used an MV constant (MV's
+  bigram scores come from trained networks), so the function was removed rather than kept wrong.
+- L-RNN (Eq. 87) as printed, ReLU/any-activation MLP constants (Lemma 4.1, App. B) as printed.
 
 Bias index of a set of extracted tokens: beta = (mean_pos + mean_neg) / (mean_pos - mean_neg).
 """
@@ -150,6 +161,14 @@ def cnn_H_integral(n: int, K: int) -> float:
     return gaussian_mean(lambda u: ndtr(u / math.sqrt(K - n)) ** 2, float(n))
 
 
+def cnn_shared(window: tuple | list, other: tuple | list) -> int:
+    """n of Lemma A.2 for two K-token windows: the positions holding the same token (position-aligned; the
+    paper's text says "regardless of positions", which the kernel does not support: module docstring)."""
+    if len(window) != len(other):
+        raise ValueError(f"windows of different sizes: {len(window)} and {len(other)}")
+    return sum(a == b for a, b in zip(window, other))
+
+
 def cnn_rho(sigma_e: float, sigma_w: float, sigma_v: float) -> float:
     return sigma_v**2 * (sigma_e**2 + sigma_w**2)
 
@@ -157,10 +176,6 @@ def cnn_rho(sigma_e: float, sigma_w: float, sigma_v: float) -> float:
 # --------------------------------------------------------------------------------- SA, MV, L-RNN
 def sa_rho(sigma_e: float, sigma_v: float) -> float:
     return sigma_e**2 + sigma_v**2
-
-
-def mv_rho(sigma_e: float, sigma_w: float, sigma_v: float) -> float:
-    return (sigma_e**2 + 3 * sigma_v**2) * sigma_e**2 * sigma_w**2
 
 
 def lrnn_rho(k: int, sigma_e: float, sigma_w: float, sigma_v: float, sigma_h: float) -> float:
