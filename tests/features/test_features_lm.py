@@ -207,12 +207,16 @@ def planted(n_tokens: int, n_separated: int, k: int = 3, dataset: str = "ptb") -
     return pd.DataFrame(rows, columns=L.LOGIT_COLUMNS)
 
 
+def _claim9(df: pd.DataFrame, cid: str = "9_ptb"):
+    return {c.claim_id: c for c in cooccurrence_claims(df, "Fig. 7", "test")}[cid]
+
+
 def test_claim_passes_at_18_of_20_and_fails_at_17():
     assert token_gaps(planted(20, 18))["unigram_top_higher"].sum() == 0  # frequency alone would not separate
-    (ok,) = cooccurrence_claims(planted(20, 18), "Fig. 7", "test")
+    ok = _claim9(planted(20, 18))
     assert_passes("features", [ok], "9_ptb")
     assert ok.measured == 18 and ok.target == ">= 18"
-    (bad,) = cooccurrence_claims(planted(20, 17), "Fig. 7", "test")
+    bad = _claim9(planted(20, 17))
     assert_fails("features", [bad], "9_ptb")
     assert bad.measured == 17
     assert ok.baseline_measured == 0 and ok.verdict == "reproduced"
@@ -222,7 +226,7 @@ def test_claim_is_not_discriminating_when_frequency_alone_separates():
     # top targets frequent overall, bottom ones rare: a unigram model separates every token too
     df = planted(20, 20)
     df["target_count"] = np.where(df["group"] == "top", 1000, 10)
-    (c,) = cooccurrence_claims(df, "Fig. 7", "test")
+    c = _claim9(df)
     assert c.passed and c.baseline_measured == 20 and c.verdict == "not discriminating"
 
 
@@ -231,8 +235,7 @@ def test_claim_counts_an_empty_bottom_group_as_not_separated():
     df = df[~((df["token_rank"] < 3) & (df["group"] == "bottom"))]
     gaps = token_gaps(df)
     assert gaps["top_higher"].sum() == 17 and gaps["gap"].isna().sum() == 3
-    (claim,) = cooccurrence_claims(df, "Fig. 7", "test")
-    assert not claim.passed
+    assert not _claim9(df).passed
 
 
 def test_claim_per_dataset():
@@ -255,7 +258,7 @@ def test_figure_and_claims_from_tables(tmp_path):
     write_outputs(draw_5(tables, cfg), [str(tmp_path / "fig5.png")], 50)
     claims = claims_5(tables, cfg)
     assert (tmp_path / "fig5.png").stat().st_size > 1000
-    assert [c.claim_id for c in claims] == ["9_tinyshakespeare"] and claims[0].measured == 19
+    assert [c.claim_id for c in claims] == ["9_tinyshakespeare", "9f_tinyshakespeare"] and claims[0].measured == 19
     (tmp_path / "other.csv").write_text("a,b\n1,2\n")
     with pytest.raises(ValueError, match="not a logit table"):
         read_tables([str(tmp_path / "other.csv")], [])
@@ -314,3 +317,36 @@ def test_runs_write_identical_tables_twice(tmp_path, one_thread, kind):
     assert df["token_rank"].nunique() == 4 and set(df["group"]) == {"top", "bottom"}
     assert "NA" in set(df["target"]) | set(df["token"])  # read back verbatim
     assert set(logs["metric"]) == {"train_loss", "val_loss"} and logs["step"].max() == 6
+
+
+def varied(n_tokens: int, model: str, k: int = 6, dataset: str = "ptb", seed: int = 0) -> pd.DataFrame:
+    """Logit table whose targets' overall counts vary independently of their co-occurrence with the token; the
+    logit is a bigram model's (log co-occurrence), a unigram model's (log target count) or a mix."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for t in range(n_tokens):
+        for group in ("top", "bottom"):
+            for j in range(k):
+                count = int(rng.integers(10, 10_000))
+                cooc = int(rng.integers(50, 100)) if group == "top" else 1
+                logit = {"bigram": np.log(cooc), "unigram": np.log(count), "mix": np.log(count) + 0.5 * np.log(cooc)}[model]
+                rows.append((dataset, t, t, f"w{t}", 10_000 - t, group, 100 * t + j + (50 if group == "top" else 0), f"x{j}", count, cooc,
+                             float(logit + rng.normal(0, 0.01))))
+    return pd.DataFrame(rows, columns=L.LOGIT_COLUMNS)
+
+
+def test_claim_beyond_frequency_on_planted_models():
+    """9f passes for a model whose logits carry co-occurrence beyond frequency, fails for a unigram model."""
+    for model in ("bigram", "mix"):
+        claims = cooccurrence_claims(varied(20, model), "Fig. 7", "test")
+        assert_passes("features", claims, "9f_ptb")
+        c = {x.claim_id: x for x in claims}["9f_ptb"]
+        assert c.baseline_measured == 0 and c.verdict == "reproduced"  # the unigram model has no residual gap
+        assert "a bigram model (logit = log co-occurrence count) gives 20 of 20" in c.note
+    unigram = cooccurrence_claims(varied(20, "unigram"), "Fig. 7", "test")
+    assert_fails("features", unigram, "9f_ptb")
+    # the raw claim 9 cannot tell the unigram model apart when frequent targets co-occur more
+    df = planted(20, 20)
+    df["target_count"] = np.where(df["group"] == "top", 1000, 10)
+    df["logit"] = np.log(df["target_count"])
+    assert _claim9(df).passed and not _claim9(df, "9f_ptb").passed

@@ -91,8 +91,8 @@ CLAIM_IDS = {
     "8": ("7-cnn-not-pos", "7-cnn-not-neg", "7-tr-not-pos", "7-tr-not-neg"),
     "9": ("7-fig9-differences",),
     "12": ("8-lrnn-k*-signs", "8-lrnn-k*-vs-k*"),
-    "7": ("9_*",),
-    "5": ("9_*",),
+    "7": ("9_*", "9f_*"),
+    "5": ("9_*", "9f_*"),
 }
 # What is lost when a dataset is off (the start-up message).
 USES = {
