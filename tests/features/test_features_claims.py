@@ -176,18 +176,20 @@ def test_figures_10_and_11_claims(tmp_path):
 
 def test_figure_13_claims(tmp_path):
     def world(root, direction):
+        """Good: polarity learned at sigma_v 0.1, MLP-ReLU biased at 0.001 (Fig. 13c); bad: reversed, no bias."""
         w = World(root)
         w.units("imdb", "token", TOKENS, POLARITY)
-        for job in ("imdb_mlp", "imdb_cnn", "imdb_sa"):
+        for job in ("imdb_cnn", "imdb_sa"):
             w.job(job, {("relu", LO): token_scores(direction)})
+        w.job("imdb_mlp", {("relu", LO): token_scores(direction), ("relu", HI): token_scores(1, 0.6 if direction > 0 else 0.0)})
         return w.tables
 
     assert_passes("features", F.claims_13(world(tmp_path / "good", 1), CFG), "2-imdb-mlp-means", "2-imdb-mlp-signs",
                   "2-imdb-mlp-spearman", "2-imdb-cnn-means", "2-imdb-cnn-signs", "2-imdb-cnn-spearman",
-                  "2-imdb-sa-means", "2-imdb-sa-signs", "2-imdb-sa-spearman")
+                  "2-imdb-sa-means", "2-imdb-sa-signs", "2-imdb-sa-spearman", "3-imdb-mlp-shift", "3-imdb-mlp-bias")
     assert_fails("features", F.claims_13(world(tmp_path / "bad", -1), CFG), "2-imdb-mlp-means", "2-imdb-mlp-signs",
                  "2-imdb-mlp-spearman", "2-imdb-cnn-means", "2-imdb-cnn-signs", "2-imdb-cnn-spearman",
-                 "2-imdb-sa-means", "2-imdb-sa-signs", "2-imdb-sa-spearman")
+                 "2-imdb-sa-means", "2-imdb-sa-signs", "2-imdb-sa-spearman", "3-imdb-mlp-shift", "3-imdb-mlp-bias")
 
 
 def test_figure_3_claims(tmp_path):

@@ -84,7 +84,7 @@ CLAIM_IDS = {
           "3-mlp-gelu-balanced", "3-sa-mlp-bias", "10-mlp-relu-signs", "10-sa-signs", "10-flow-bias"),
     "10": (*(f"2-sst-silu-{c}" for c in _POLARITY), "3-mlp-silu-balanced"),
     "11": (*(f"2-sst-adam-{c}" for c in _POLARITY), "3-adam-shift"),
-    "13": tuple(f"2-imdb-{m}-{c}" for m in ("mlp", "cnn", "sa") for c in _POLARITY),
+    "13": (*(f"2-imdb-{m}-{c}" for m in ("mlp", "cnn", "sa") for c in _POLARITY), "3-imdb-mlp-shift", "3-imdb-mlp-bias"),
     "3": ("5-mv-pos-bigrams", "5-mv-neg-bigrams", "5-mv-sstwsub-accuracy"),
     "4": ("6-agnews-sa",),
     "6": ("7-sa-not-pos", "7-sa-not-neg", "7-sa-not", "7-mv-not-pos", "7-mv-not-neg"),
