@@ -420,14 +420,14 @@ def _manual_training(settings, runs, splits, opt_cls):
     return {k: p.detach() for k, p in params.items()}
 
 
-@pytest.mark.parametrize("optimizer", ["adagrad", "adam"])
+@pytest.mark.parametrize("optimizer", ["adagrad", "adam", "sgd"])
 def test_trainer_updates_match_torch_optimizers(optimizer):
     settings = T.Settings(kind="mlp", epochs=2, batch=3, lr=0.05, optimizer=optimizer, dropout=0.0, d=8,
                           bucket_pool=2, dtype="float64", threads=0)
     runs = [T.Run(5, "relu", 0.1), T.Run(5, "tanh", 0.001)]
     splits = tiny_splits()
     res = T.train(settings, runs, splits, len(TINY_VOCAB), T.Probes(), progress=False)
-    ref = _manual_training(settings, runs, splits, torch.optim.Adagrad if optimizer == "adagrad" else torch.optim.Adam)
+    ref = _manual_training(settings, runs, splits, {"adagrad": torch.optim.Adagrad, "adam": torch.optim.Adam, "sgd": torch.optim.SGD}[optimizer])
     for k in ref:
         assert torch.allclose(res.params[k], ref[k], rtol=1e-9, atol=1e-12), k
     assert not torch.allclose(res.params["E"], init_params(res.spec, [5, 5], [0.1, 0.001], dtype=F64)["E"])

@@ -333,3 +333,11 @@ def test_claim1_is_a_sanity_check_with_the_papers_counts(tmp_path):
     assert_fails("features", F.claims_table6(world(tmp_path / "bad", 1820, 400, 280), CFG), "1-sst-test-size",
                  "1-sst-pos-tokens", "1-sst-neg-tokens")
     assert {c.kind for c in good} == {"sanity"} and {c.paper_value for c in good} >= {"6920", "412"}
+
+
+def test_flow_shortfall_is_disclosed():
+    matched = pd.DataFrame({"epoch": [0, 1, 2], "step": [0, 100, 100], "reached": [True, True, False],
+                            "network_loss": [np.nan, 0.5, 0.3], "flow_loss": [0.69, 0.45, 0.45], "bias": [0, 0, 0]})
+    text = F.flow_shortfall(matched)
+    assert "never reaches the network's training loss from epoch 2" in text and "network 0.300" in text and "flow 0.450" in text
+    assert F.flow_shortfall(matched.assign(reached=True)) == ""

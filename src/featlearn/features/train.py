@@ -133,7 +133,7 @@ class Settings:
     epochs: int = 30
     batch: int = 64
     lr: float = 1e-3
-    optimizer: str = "adagrad"  # adagrad [P] or adam (App. C, Fig. 11)
+    optimizer: str = "adagrad"  # adagrad [P], adam (App. C, Fig. 11) or sgd (plain gradient descent: the NTK flow's)
     dropout: float = 0.2  # on the embeddings [C]
     d: int = 64
     sigma_e: float = 0.1
@@ -151,8 +151,8 @@ class Settings:
     threads: int = 1  # torch CPU threads (these small ops run fastest on one thread; 0 = leave as is)
 
     def __post_init__(self):
-        if self.optimizer not in ("adagrad", "adam"):
-            raise ValueError(f"optimizer must be 'adagrad' or 'adam', got {self.optimizer!r}")
+        if self.optimizer not in ("adagrad", "adam", "sgd"):
+            raise ValueError(f"optimizer must be 'adagrad', 'adam' or 'sgd', got {self.optimizer!r}")
         if self.epochs < 0 or self.batch < 1 or self.lr <= 0 or not 0 <= self.dropout < 1:
             raise ValueError("need epochs >= 0, batch >= 1, lr > 0 and 0 <= dropout < 1")
 
@@ -374,6 +374,8 @@ def _update(settings: Settings, p: torch.Tensor, g: torch.Tensor, st: dict, step
     if settings.optimizer == "adagrad":  # torch.optim.Adagrad: sum += g^2; p -= lr g / (sqrt(sum) + eps)
         st["sum"].addcmul_(g, g)
         p.addcdiv_(g, st["sum"].sqrt().add_(1e-10), value=-settings.lr)
+    elif settings.optimizer == "sgd":  # plain gradient descent, no momentum
+        p.add_(g, alpha=-settings.lr)
     else:  # torch.optim.Adam
         st["m"].mul_(0.9).add_(g, alpha=0.1)
         st["v"].mul_(0.999).addcmul_(g, g, value=0.001)
