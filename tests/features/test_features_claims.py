@@ -341,3 +341,30 @@ def test_flow_shortfall_is_disclosed():
     text = F.flow_shortfall(matched)
     assert "never reaches the network's training loss from epoch 2" in text and "network 0.300" in text and "flow 0.450" in text
     assert F.flow_shortfall(matched.assign(reached=True)) == ""
+
+
+def test_count_claims_against_the_papers_tables(tmp_path):
+    """Table 2 vocabularies, Table 6 counts of SSTwsub and IMDB and Fig. 9's 65 phrases: within 5% passes."""
+    def world(root, scale: float):
+        w = World(root)
+        n = lambda paper: round(paper * scale)  # noqa: E731
+        w.units("sstwsub", "adjective", [f"a{i}" for i in range(n(73) + n(47))], [1] * n(73) + [-1] * n(47))
+        w.units("sstwsub", "bigram", [f"b{i}" for i in range(n(779) + n(542))], [1] * n(779) + [-1] * n(542))
+        w.units("sstwsub", "phrase", [f"p{i}" for i in range(n(65))], [1] * n(17) + [-1] * (n(65) - n(17)))
+        w.units("imdb", "token", [f"t{i}" for i in range(n(414) + n(363))], [1] * n(414) + [-1] * n(363))
+        for dataset, vocab in (("sstwsub", 17404), ("imdb", 146582)):
+            stats = root / f"stats_{dataset}.json"
+            stats.write_text(json.dumps({"splits": {"train": {"n": 98794}}, "vocab_size": n(vocab)}))
+            w.tables[f"stats_{dataset}"] = str(stats)
+        return w.tables
+
+    close = F.claims_table6(world(tmp_path / "close", 1.03), CFG)
+    assert_passes("features", close, "1-sstwsub-vocab", "1-imdb-vocab", "1-sstwsub-adjective-pos", "1-sstwsub-adjective-neg",
+                  "1-sstwsub-bigram-pos", "1-sstwsub-bigram-neg", "1-imdb-token-pos", "1-imdb-token-neg",
+                  "1-sstwsub-negation-phrases")
+    assert_fails("features", F.claims_table6(world(tmp_path / "far", 1.5), CFG), "1-sstwsub-vocab", "1-imdb-vocab",
+                 "1-sstwsub-adjective-pos", "1-sstwsub-adjective-neg", "1-sstwsub-bigram-pos", "1-sstwsub-bigram-neg",
+                 "1-imdb-token-pos", "1-imdb-token-neg", "1-sstwsub-negation-phrases")
+    by_id = {c.claim_id: c for c in close}
+    assert by_id["1-imdb-vocab"].paper_value == "146582" and by_id["1-imdb-vocab"].note == f"ours {round(146582 * 1.03):,}"
+    assert {c.kind for c in close} == {"sanity"}

@@ -76,7 +76,8 @@ TABLES = ("scores", "metrics", "summary")
 # test (tests/features/test_features_claims.py, test_features_lm.py).
 _POLARITY = ("means", "signs", "spearman")
 CLAIM_IDS = {
-    "table6": ("1-*-size", "1-sst-pos-tokens", "1-sst-neg-tokens"),
+    "table6": ("1-*-size", "1-sst-pos-tokens", "1-sst-neg-tokens", "1-*-vocab", "1-*-adjective-*", "1-*-bigram-*",
+               "1-*-token-*", "1-sstwsub-negation-phrases"),
     "table3": ("4-sst-relu-drop", "4-sst-tanh-stable", "4-sst-gelu-stable", "4-sst-silu-stable", "4-table3-values"),
     "table5": ("4-table5-values",),
     "2": (*(f"2-sst-{m}-{c}" for m in ("mlp", "cnn", "sa") for c in _POLARITY),
