@@ -151,3 +151,20 @@ def test_every_claim_that_does_not_count_as_reproduced_gets_a_line_saying_what_d
     assert "- `a` (not reproduced): measured 0.3 ± 0.05 (3 seeds), the claim needs >= 0.8 (the paper: 18 of 20)" in md
     assert "- `b` (not discriminating): the untrained network scores 0.9, which passes < 0.95 too" in md
     assert "- `c` (not reproduced): the grid is too coarse" in md
+
+
+def test_merge_lists_the_claims_of_skipped_figures_as_unchecked(tmp_path):
+    from featlearn.claims import UNCHECKED, check, merge_claims, read_claims, write_claims
+
+    part = tmp_path / "part.csv"
+    write_claims(part, [check("features", "2-sst-mlp-means", "Fig. 2", "s", "m", 1.0, ">", 0.0, "test")])
+    out = tmp_path / "claims.csv"
+    claims = merge_claims([part], out, paper="features", unchecked_claims={"6-agnews-sa": ["Fig. 4", "statement", "no AG News"]},
+                          scale="test")
+    assert [c.claim_id for c in read_claims(out)] == ["2-sst-mlp-means", "6-agnews-sa"]
+    skipped = claims[-1]
+    assert skipped.verdict == UNCHECKED and skipped.note == "no AG News" and skipped.figure == "Fig. 4" and skipped.scale == "test"
+    import pytest
+
+    with pytest.raises(ValueError, match="both measured and listed as unchecked"):
+        merge_claims([part], out, paper="features", unchecked_claims={"2-sst-mlp-means": ["Fig. 2", "s", "why"]})

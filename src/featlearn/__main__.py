@@ -39,7 +39,8 @@ def _claims_merge(args) -> None:
     from featlearn.claims import merge_claims
     from featlearn.scorecard import headline
 
-    claims = merge_claims(args.parts, args.out, paper=args.paper)
+    unchecked = json.loads(args.unchecked) if args.unchecked else {}
+    claims = merge_claims(args.parts, args.out, paper=args.paper, unchecked_claims=unchecked, scale=args.scale)
     print(f"{args.paper}: {headline(claims)}")
 
 
@@ -81,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("claims-merge", help="concatenate a paper's claim tables into its claims.csv")
     p.add_argument("--paper", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--unchecked", default="", help="JSON: claim id -> [figure, statement, why] of skipped figures")
+    p.add_argument("--scale", default="")
     p.add_argument("parts", nargs="*")
     p.set_defaults(func=_claims_merge)
 

@@ -24,7 +24,7 @@ import csv
 import math
 import os
 from dataclasses import asdict, dataclass, fields
-from typing import Iterable
+from typing import Iterable, Mapping, Sequence
 
 from featlearn import PAPERS
 from featlearn.io import atomic_open
@@ -223,8 +223,11 @@ def read_claims(path: str | os.PathLike) -> list[Claim]:
     return out
 
 
-def merge_claims(parts: Iterable[str | os.PathLike], out: str | os.PathLike, paper: str | None = None) -> list[Claim]:
-    """Concatenate claim tables; duplicated (paper, claim_id) pairs are an error."""
+def merge_claims(parts: Iterable[str | os.PathLike], out: str | os.PathLike, paper: str | None = None,
+                 unchecked_claims: Mapping[str, Sequence[str]] | None = None, scale: str = "") -> list[Claim]:
+    """Concatenate claim tables, then add ``unchecked_claims`` (claim id -> (figure, statement, why): the claims of
+    figures this run skips) as unchecked; duplicated (paper, claim_id) pairs are an error."""
+    extra = [unchecked(paper or "", cid, fig, statement, why, scale) for cid, (fig, statement, why) in (unchecked_claims or {}).items()]
     claims: list[Claim] = []
     seen: set[tuple[str, str]] = set()
     for part in parts:
@@ -236,5 +239,9 @@ def merge_claims(parts: Iterable[str | os.PathLike], out: str | os.PathLike, pap
                 raise ValueError(f"{part}: duplicate claim {c.paper}/{c.claim_id}")
             seen.add(key)
             claims.append(c)
+    for c in extra:
+        if (c.paper, c.claim_id) in seen:
+            raise ValueError(f"claim {c.paper}/{c.claim_id} is both measured and listed as unchecked")
+        claims.append(c)
     write_claims(out, claims)
     return claims

@@ -178,6 +178,8 @@ class PaperRegistry:
     skipped: Mapping[str, str] = field(default_factory=dict)
     # Claims tables written by compute jobs themselves (e.g. a job that checks and tabulates at once).
     job_claims: tuple[str, ...] = ()
+    # Claims of skipped figures, listed as unchecked with the reason: claim id -> (figure, statement, why).
+    unchecked: Mapping[str, tuple[str, str, str]] = field(default_factory=dict)
 
     def __post_init__(self):
         names = [j.name for j in self.jobs] + [f.rule for f in self.figures]

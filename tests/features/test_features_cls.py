@@ -342,3 +342,5 @@ def test_registry_names_existing_functions_and_skips_absent_datasets():
     assert "fig_features_4" not in {f.rule for f in off.figures} and "fig_features_7" in {f.rule for f in off.figures}
     assert set(off.skipped) == {"features Fig. 4 (claim 6); Table 6 row Agnews; Agnews columns of Tables 3, 5",
                                 "features Fig. 7 panel wikitext2"}
+    # the skipped figure's claim stays in the scorecard as unchecked, with the reason
+    assert not reg.unchecked and set(off.unchecked) == {"6-agnews-sa"} and "ag_news is not available" in off.unchecked["6-agnews-sa"][2]

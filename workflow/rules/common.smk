@@ -40,6 +40,7 @@ PREPARED_ON = prepared_enabled(DATASET_STATUS)
 # Filled by each paper's rules file: figure/table outputs and claim-table parts.
 PAPER_TARGETS = {p: [] for p in PAPERS}
 PAPER_CLAIMS = {p: [] for p in PAPERS}
+PAPER_UNCHECKED = {p: {} for p in PAPERS}  # claims of skipped figures: id -> (figure, statement, why)
 # What this run leaves out and why (shown at start-up and in the scorecard).
 SKIPPED = {}
 
@@ -196,3 +197,4 @@ def register_paper(reg):
             PAPER_TARGETS[reg.paper].append(PATHS.paper(fig.paper, f"{fig.stem}.md"))
     PAPER_CLAIMS[reg.paper] += reg.claim_tables(PATHS)
     SKIPPED.update(reg.skipped)
+    PAPER_UNCHECKED[reg.paper].update(reg.unchecked)

@@ -17,9 +17,12 @@ rule paper_claims:
     localrule: True
     conda:
         ENV
+    params:
+        unchecked=lambda wc: json.dumps(PAPER_UNCHECKED[wc.paper], sort_keys=True),
+        scale=SCALE,
     shell:
-        "python -m featlearn claims-merge --paper {wildcards.paper} --out {output} {input}"
-        " > {log} 2>&1"
+        "python -m featlearn claims-merge --paper {wildcards.paper} --out {output}"
+        " --unchecked {params.unchecked:q} --scale {params.scale} {input} > {log} 2>&1"
 
 
 rule scorecard:
