@@ -1,6 +1,7 @@
 # Two commands for a newcomer (see README):
 #   make run    set up .venv, then run the whole pipeline at the default scale
 #   make test   set up .venv, then run the tests (unit + workflow), the Snakemake linter, ruff and snakefmt
+# and make smoke: the whole pipeline at the smoke scale.
 # Extra Snakemake arguments: make run ARGS="--configfile config/smoke.yaml"
 
 VENV ?= .venv
@@ -9,7 +10,7 @@ ARGS ?=
 # Rules run `python -m featlearn ...`: put the environment's python first on PATH.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup run test lint report clean
+.PHONY: setup run smoke test lint report clean
 
 setup: $(VENV)/.installed
 
@@ -20,6 +21,9 @@ $(VENV)/.installed: pyproject.toml
 
 run: setup
 	snakemake --workflow-profile workflow/profiles/default --cores all $(ARGS)
+
+smoke: setup
+	snakemake --workflow-profile workflow/profiles/default --cores all $(ARGS) --configfile config/smoke.yaml
 
 test: setup
 	pytest $(ARGS)

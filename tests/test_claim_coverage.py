@@ -20,7 +20,7 @@ from featlearn import PAPERS
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
-# Every paper's registry declares its claims (README, "Scorecard: how a claim counts").
+# Every paper's registry declares its claims (docs/claims.md).
 DECLARED = PAPERS
 
 

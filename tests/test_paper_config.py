@@ -30,7 +30,7 @@ from snakemake.utils import update_config
 REPO = Path(__file__).resolve().parents[1]
 
 # Training-split tokens (<eos> per line), as published by Merity et al. 2016 (Table 1) and measured by
-# `results/data/summary.csv` (README "Prepared data, measured"); PTB as measured there.
+# `results/data/summary.csv` (docs/data.md, "Prepared data, measured"); PTB as measured there.
 TRAIN_TOKENS = {"ptb": 929_589, "wikitext2": 2_088_628, "wikitext103": 103_227_021}
 # The PyTorch-tutorial LM of features Fig. 7, scan_snap Figs. 7/10 and joma Figs. 6/8: 20 streams x bptt 35.
 TUTORIAL_TOKENS_PER_STEP = 20 * 35
@@ -200,7 +200,7 @@ EXPECTED: dict[str, list[tuple]] = {
          "[P App. G] until convergence, read as [C decoder_wiki.yaml] num_epoch: 5 (checked by wiki_converged_*)"),
         ("Figs7,10", "scan_snap.wikitext.val_windows", None, "[D][C evaluate()] the whole validation split"),
         ("Fig10", "scan_snap.wikitext.seed", 1, "[D] config.yaml: one run per lr"),
-        ("Fig10", "data.datasets.wikitext103.enabled", ON, "[D] README: WikiText-103 on in paper.yaml"),
+        ("Fig10", "data.datasets.wikitext103.enabled", ON, "[D] docs/data.md: WikiText-103 on in paper.yaml"),
     ],
     "joma": [
         # Figs. 2, 3: linear MLP + softmax attention simulation [C draw_figure_2_3]
@@ -236,7 +236,7 @@ EXPECTED: dict[str, list[tuple]] = {
          "[D] the paper's constant-lr Adam (the authors' code builds a new Adam each epoch: an option)"),
         ("Fig6", "joma.wikitext.fig6.layers", [1, 2, 5, 10], "[P Fig. 6][ref]"),
         ("Fig6", "joma.wikitext.fig6.lr", 1.0e-4, "[P Sec. 6] 1e-4 learning rate"),
-        ("Fig6", "data.datasets.wikitext103.enabled", ON, "[D] README: WikiText-103 on in paper.yaml"),
+        ("Fig6", "data.datasets.wikitext103.enabled", ON, "[D] docs/data.md: WikiText-103 on in paper.yaml"),
         # Fig. 8: 5 layers, seven learning rates, WikiText-2 [C draw_figure_8: wikitext2, nlayers 5]
         ("Fig8", "joma.wikitext.fig8.datasets", Datasets("wikitext2"), "[C draw_figure_8] WikiText-2 runs"),
         ("Fig8", "joma.wikitext.seeds", [1, 2, 3], "[C wikitext2_exp*.log] seed=1,2,3"),
@@ -253,7 +253,7 @@ EXPECTED: dict[str, list[tuple]] = {
          ["step0", *[f"step{2**k}" for k in range(10)], *[f"step{k}000" for k in (1, 2, 4, 8, 16, 32, 64, 100, 143)]],
          "[ref] revisions step0, 1, 2, 4, ..., 512, 1000, ..., 143000; [D] paper.yaml: log-spaced"),
         ("Fig7", "joma.pretrained.max_words", None, "[D] paper.yaml comment: WikiText-103 validation text (all)"),
-        ("Fig7", "data.datasets.wikitext103.enabled", ON, "[D] README: WikiText-103 on in paper.yaml"),
+        ("Fig7", "data.datasets.wikitext103.enabled", ON, "[D] docs/data.md: WikiText-103 on in paper.yaml"),
     ],
     "templates": [
         # Sweeps [P App. A, B]: Adam, batch 1024, 1000 epochs, 5 trials; base transformer depth 2, d_emb 128,
@@ -336,7 +336,7 @@ EXPECTED: dict[str, list[tuple]] = {
         ("Fig6", "templates.gpt2.wikitext.tokenizer", "gpt2", "[P Fig. 6] GPT-2 117M: GPT-2's BPE vocabulary"),
         ("Fig6", "templates.gpt2.wikitext.kq_mask_diag", True, "[C] mask_diag_wkwq = True in the authors' GPT-2 script"),
         ("Fig6", "data.datasets.gpt2.enabled", ON, "[D] config.yaml: auto (GPT-2's tokenizer files)"),
-        ("Fig6", "data.datasets.wikitext103.enabled", ON, "[D] README: WikiText-103 on in paper.yaml"),
+        ("Fig6", "data.datasets.wikitext103.enabled", ON, "[D] docs/data.md: WikiText-103 on in paper.yaml"),
         # Figs. 7 and 24: pretrained GPT-2 fine-tuned on T5 [P]; recipe [D]
         ("Figs7,24", "templates.gpt2.pretrained.models", Keys("gpt2", "gpt2-medium", "gpt2-large"),
          "[P Fig. 24] small/medium/large"),
