@@ -3,6 +3,7 @@
 
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -12,7 +13,7 @@ SRC = str(Path(workflow.basedir) / "src")
 if SRC not in sys.path:
     sys.path.insert(0, SRC)
 shell.prefix(
-    f"export PYTHONPATH='{SRC}':$(printenv PYTHONPATH || true); set -euo pipefail; "
+    f"export PYTHONPATH={shlex.quote(SRC)}:$(printenv PYTHONPATH || true); set -euo pipefail; "
 )
 
 from featlearn import PAPERS
@@ -115,7 +116,7 @@ def all_targets():
 def data_flags():
     flags = []
     if config["data"]["mirror"]:
-        flags.append(f"--mirror '{config['data']['mirror']}'")
+        flags.append(f"--mirror {shlex.quote(str(config['data']['mirror']))}")
     if config["data"]["offline"]:
         flags.append("--offline")
     return " ".join(flags)
