@@ -20,10 +20,10 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 run: setup
-	snakemake --workflow-profile workflow/profiles/default --cores all $(ARGS)
+	snakemake --workflow-profile profiles/default --cores all $(ARGS)
 
 smoke: setup
-	snakemake --workflow-profile workflow/profiles/default --cores all $(ARGS) --configfile config/smoke.yaml
+	snakemake --workflow-profile profiles/default --cores all $(ARGS) --configfile config/smoke.yaml
 
 test: setup
 	pytest $(ARGS)

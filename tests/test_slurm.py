@@ -1,5 +1,5 @@
 """The workflow on a real SLURM cluster: a throw-away single-node cluster (tests/slurm/cluster.sh) runs
-the Scan and Snap synthetic figures at smoke scale through ``--workflow-profile workflow/profiles/slurm``.
+the Scan and Snap synthetic figures at smoke scale through ``--workflow-profile profiles/slurm``.
 
 Checked from the scheduler's own records (the job-completion log, and the controller's job records):
 every training job went through SLURM with the CPUs, memory, time limit, partition and GPU request its
@@ -113,7 +113,7 @@ def slurm_run(cluster, tmp_path_factory):
             *SMOKE,
             overlay(work, "off.yaml"),
             "--workflow-profile",
-            "workflow/profiles/slurm",
+            "profiles/slurm",
             "--config",
             "device=auto",
             # The profile's account and partition are placeholders: replace them (no accounts here).

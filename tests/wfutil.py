@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-COPIED = ("Snakefile", "workflow", "config", "src", "envs")
+# profiles/default is left out: the tests set their own options (Snakemake would load it automatically)
+COPIED = ("Snakefile", "workflow", "config", "src", "envs", "profiles/slurm")
 
 
 def copy_workflow(dest: Path) -> Path:

@@ -125,7 +125,7 @@ SlurmdTimeout=30
 # scheduled and recorded as on a GPU node, and run on the CPU (PyTorch finds no CUDA device).
 GresTypes=gpu
 NodeName=localnode NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb Gres=gpu:1 State=UNKNOWN
-# Two partitions on the one node, named as in workflow/profiles/slurm.
+# Two partitions on the one node, named as in profiles/slurm.
 PartitionName=cpu Nodes=localnode Default=YES MaxTime=INFINITE State=UP
 PartitionName=gpu Nodes=localnode Default=NO MaxTime=INFINITE State=UP
 EOF

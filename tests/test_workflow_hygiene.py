@@ -1,0 +1,38 @@
+"""Workflow hygiene: a config string that reaches a shell command is quoted (a data mirror whose path holds a
+quote and a command, `mirror'; touch PWNED; echo '`, is read as a folder name, never run), and the default
+profile is where Snakemake looks for it."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import yaml
+
+from wfutil import check_ok, copy_workflow, snakemake
+
+pytestmark = [pytest.mark.workflow, pytest.mark.shared_data]
+
+
+def test_a_hostile_mirror_path_is_a_path(tmp_path, shared_data):
+    work = copy_workflow(tmp_path / "wf")
+    mirror = tmp_path / "mirror'; touch PWNED; echo '"
+    (mirror / "ptb").mkdir(parents=True)
+    shutil.copy2(shared_data / "ptb" / "ptb.train.txt", mirror / "ptb" / "ptb.train.txt")
+    (work / "hostile.yaml").write_text(yaml.safe_dump({"data": {"mirror": str(mirror), "offline": True}}))
+    check_ok(snakemake(work, "--cores", "1", "--configfile", "hostile.yaml", "--", "results/data/raw/ptb/ptb.train.txt"))
+    assert (work / "results/data/raw/ptb/ptb.train.txt").stat().st_size == (mirror / "ptb" / "ptb.train.txt").stat().st_size
+    assert not list(tmp_path.rglob("PWNED")) and not (work / "PWNED").exists()
+
+
+def test_the_default_profile_is_loaded_by_a_plain_call(tmp_path):
+    """profiles/default sits next to the Snakefile, where Snakemake looks for it (issue 19: it used to sit in
+    workflow/profiles/, where a plain `snakemake` never read it)."""
+    from wfutil import REPO
+
+    work = copy_workflow(tmp_path / "wf")
+    shutil.copytree(REPO / "profiles" / "default", work / "profiles" / "default")
+    result = check_ok(snakemake(work, "-n", "--configfile", "config/smoke.yaml", "--", "fig_joma_4"))
+    assert "profiles/default" in result.stdout + result.stderr
+    plain = check_ok(snakemake(work, "-n", "--workflow-profile", "none", "--configfile", "config/smoke.yaml", "--", "fig_joma_4"))
+    assert "profiles/default" not in plain.stdout + plain.stderr
