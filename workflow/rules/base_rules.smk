@@ -36,9 +36,12 @@ for job in REGISTERED_JOBS:
             work_dir=job_work_dir(job),
             device=job_device(job),
             code=code_hash(*job.code),
+            # the numeric threads are the rule's own, not the count Snakemake scales down to --cores, so
+            # that a job's numbers do not depend on how many cores the run was given
+            torch_threads=job.threads,
         shell:
             "python -m featlearn compute --run {params.run} --settings {params.settings:q}"
-            " --inputs {params.inputs:q} --outputs {params.outputs:q} --threads {threads}"
+            " --inputs {params.inputs:q} --outputs {params.outputs:q} --threads {params.torch_threads}"
             " --device {params.device} --work-dir={params.work_dir:q} > {log} 2>&1"
 
 
