@@ -12,7 +12,7 @@ from featlearn.seeding import SEED_STRIDE, derived_seed
 from featlearn.training import RESUME_FILE, resumable_training
 
 
-def _run(work, total=12, eval_every=5, checkpoint_every=3, die_at=None, settings=None):
+def _run(work, total=12, eval_every=5, checkpoint_every=3, die_at=None, settings=None, log=lambda m: None):
     """A tiny regression trained with dropout-free SGD on batches drawn from its own generator."""
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 1)
@@ -39,7 +39,7 @@ def _run(work, total=12, eval_every=5, checkpoint_every=3, die_at=None, settings
 
     start = resumable_training(model, opt, total=total, step=step, record=record, eval_every=eval_every,
                                checkpoint_every=checkpoint_every, work_dir=work, settings=settings or {"lr": 0.1},
-                               generators=[gen], save_log=lambda: {"rows": rows}, load_log=load_log, log=lambda m: None)
+                               generators=[gen], save_log=lambda: {"rows": rows}, load_log=load_log, log=log)
     return start, pd.DataFrame(rows)
 
 
@@ -63,11 +63,33 @@ def test_resume_mid_interval_equals_an_uninterrupted_run(tmp_path):
     pd.testing.assert_frame_equal(resumed, straight)
 
 
-def test_checkpoint_of_other_settings_is_refused(tmp_path):
+def test_checkpoint_of_other_settings_or_code_is_discarded(tmp_path, monkeypatch):
+    """A checkpoint written under other settings, or under another run identity (code, inputs, threads, device),
+    is discarded and the run starts afresh: a resumed table never mixes two versions (issue 19)."""
+    from featlearn.training import IDENTITY_ENV
+
+    _, straight = _run(tmp_path / "clean")
     with pytest.raises(KeyboardInterrupt):
-        _run(tmp_path, die_at=5)
-    with pytest.raises(RuntimeError, match="different settings"):
-        _run(tmp_path, settings={"lr": 0.2})
+        _run(tmp_path / "a", die_at=5)
+    start, fresh = _run(tmp_path / "a", settings={"lr": 0.2})
+    assert start == 0
+    # the code changed between the kill and the rerun
+    monkeypatch.setenv(IDENTITY_ENV, '{"code": "old", "threads": 1}')
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path / "b", die_at=5)
+    assert torch.load(tmp_path / "b" / RESUME_FILE, weights_only=True)["identity"] == {"code": "old", "threads": 1}
+    monkeypatch.setenv(IDENTITY_ENV, '{"code": "new", "threads": 1}')
+    logged = []
+    torch.manual_seed(0)
+    start, rerun = _run(tmp_path / "b", log=logged.append)
+    assert start == 0 and any("discarding" in m and "code" in m for m in logged)
+    pd.testing.assert_frame_equal(rerun, straight)
+    # the same identity resumes
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path / "c", die_at=5)
+    start, resumed = _run(tmp_path / "c")
+    assert start == 3
+    pd.testing.assert_frame_equal(resumed, straight)
 
 
 def test_derived_seeds_are_the_stride_formula_and_never_collide():

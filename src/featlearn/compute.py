@@ -26,14 +26,52 @@ def run_job(run: str, settings: dict, inputs: dict, outputs: dict, ctx: Context)
     load(run)(settings, inputs, outputs, ctx)
 
 
+def code_fingerprint() -> str:
+    """sha256 over the package's Python sources (relative path and content of every ``.py`` under featlearn/)."""
+    import hashlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def inputs_fingerprint(inputs: dict) -> str:
+    """sha256 over each input file's name, size and modification time (cheap: no file is read)."""
+    import hashlib
+    import os
+
+    h = hashlib.sha256()
+    for name in sorted(inputs):
+        paths = inputs[name] if isinstance(inputs[name], list) else [inputs[name]]
+        for path in paths:
+            st = os.stat(path) if os.path.exists(path) else None
+            h.update(f"{name}={path}:{st.st_size if st else -1}:{st.st_mtime_ns if st else -1};".encode())
+    return h.hexdigest()[:16]
+
+
+def run_identity(inputs: dict, threads: int, device: str) -> dict:
+    """What a resume checkpoint must have been written under, besides the run's settings: the code, the inputs,
+    the numeric thread count and the device (:func:`featlearn.training.resumable_training` reads it)."""
+    return {"code": code_fingerprint(), "inputs": inputs_fingerprint(inputs), "threads": threads, "device": device}
+
+
 def _main(args) -> None:
+    import os
+
     import torch
 
     from featlearn.devices import resolve_device
+    from featlearn.training import IDENTITY_ENV
 
     torch.set_num_threads(args.threads)
     ctx = Context(device=resolve_device(args.device), threads=args.threads, work_dir=args.work_dir or None)
-    run_job(args.run, json.loads(args.settings), json.loads(args.inputs), json.loads(args.outputs), ctx)
+    inputs = json.loads(args.inputs)
+    os.environ[IDENTITY_ENV] = json.dumps(run_identity(inputs, args.threads, ctx.device), sort_keys=True)
+    run_job(args.run, json.loads(args.settings), inputs, json.loads(args.outputs), ctx)
 
 
 def register(sub) -> None:

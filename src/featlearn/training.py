@@ -7,7 +7,10 @@ steps and at the last one, and writes a resume checkpoint atomically every ``che
 The checkpoint holds the model, the optimiser, torch's global random state (and CUDA's on a GPU), any
 extra generators, the running training loss and whatever the caller logs (``save_log``/``load_log``), so
 a job killed at any point and rerun continues from its last checkpoint; on the CPU the result equals an
-uninterrupted run (tests kill one with SIGKILL). A checkpoint written under other settings is refused.
+uninterrupted run (tests kill one with SIGKILL). A checkpoint is used only if it was written under the same
+settings and the same run identity (code, inputs, numeric threads, device: set by ``python -m featlearn
+compute`` in the environment variable ``FEATLEARN_RUN_IDENTITY``); any other is discarded with a log line and
+the run starts afresh, so a resumed table never mixes two versions of the code.
 """
 
 from __future__ import annotations
@@ -22,6 +25,15 @@ import torch
 from featlearn.io import atomic_path
 
 RESUME_FILE = "resume.pt"
+IDENTITY_ENV = "FEATLEARN_RUN_IDENTITY"
+
+
+def run_identity() -> dict:
+    """The identity the compute command set for this process (empty outside a compute job)."""
+    import json
+
+    raw = os.environ.get(IDENTITY_ENV, "")
+    return json.loads(raw) if raw else {}
 
 
 def resumable_training(
@@ -52,10 +64,15 @@ def resumable_training(
     resume = work / RESUME_FILE
     dev = torch.device(device)
     start, running, seen = 0, 0.0, 0  # running: sum of the training losses since the last evaluation
-    if resume.exists():
-        state = torch.load(resume, weights_only=True, map_location=dev)
-        if state.get("settings") != settings:
-            raise RuntimeError(f"{resume} belongs to different settings; delete it to start afresh")
+    identity = run_identity()
+    state = torch.load(resume, weights_only=True, map_location=dev) if resume.exists() else None
+    if state is not None and (state.get("settings") != settings or state.get("identity", {}) != identity):
+        what = "settings" if state.get("settings") != settings else ", ".join(
+            k for k in sorted(set(identity) | set(state.get("identity", {}))) if identity.get(k) != state.get("identity", {}).get(k))
+        log(f"discarding {resume}: written under other {what}; starting afresh")
+        resume.unlink()
+        state = None
+    if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["rng"])
@@ -82,6 +99,7 @@ def resumable_training(
                 torch.save(
                     {
                         "settings": settings,
+                        "identity": identity,
                         "step": i,
                         "model": model.state_dict(),
                         "optimizer": optimizer.state_dict(),

@@ -187,9 +187,11 @@ def test_char_training_resumes_to_the_same_result(tmp_path, one_thread, monkeypa
     monkeypatch.setattr(L, "learning_rate", crash_at_7)
     with pytest.raises(KeyboardInterrupt):
         L.train_char_gpt(run, stream, stream, 4, tmp_path / "c")
+    monkeypatch.setattr(L, "learning_rate", real)
     other = L.CharRun(**TINY, iterations=9, eval_every=4, checkpoint_every=3)
-    with pytest.raises(RuntimeError, match="different settings"):
-        L.train_char_gpt(other, stream, stream, 4, tmp_path / "c")
+    _, log_other = L.train_char_gpt(other, stream, stream, 4, tmp_path / "c")  # the checkpoint of `run` is discarded
+    _, log_clean = L.train_char_gpt(other, stream, stream, 4, tmp_path / "d")
+    pd.testing.assert_frame_equal(log_other, log_clean)
 
 
 # --- claim 9 and the figure ------------------------------------------------------------------------------
