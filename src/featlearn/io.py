@@ -79,7 +79,44 @@ def save_tensor(path: str | os.PathLike, tensor) -> None:
         torch.save(tensor, fh)
 
 
+def file_sha256(path: str | os.PathLike) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# A prepared folder's stats.json records the sha256 of each file written beside it under this key.
+DIGESTS = "files"
+
+
+class CorruptFile(ValueError):
+    """A prepared file that does not match what was written (truncated, edited) or cannot be read."""
+
+
+def verify_prepared(path: str | os.PathLike) -> None:
+    """Check ``path`` against the sha256 its folder's stats.json recorded when it was written (nothing to check
+    when there is no such record); raise :class:`CorruptFile` naming the file and the fix."""
+    path = Path(path)
+    stats = path.parent / "stats.json"
+    if not stats.is_file():
+        return
+    digests = json.loads(stats.read_text()).get(DIGESTS, {})
+    if path.name in digests and file_sha256(path) != digests[path.name]:
+        raise CorruptFile(f"{path} does not match the sha256 recorded in {stats} when it was prepared (a truncated or "
+                          f"edited file): delete the folder {path.parent} and rerun to prepare it again")
+
+
 def load_tensor(path: str | os.PathLike):
+    """A tensor file, checked against its folder's recorded sha256; an unreadable file raises naming it."""
     import torch
 
-    return torch.load(path, weights_only=True)
+    verify_prepared(path)
+    try:
+        return torch.load(path, weights_only=True)
+    except (RuntimeError, EOFError, OSError) as e:
+        raise CorruptFile(f"{path} cannot be read as a tensor file ({e}); it may be truncated: delete it and rerun "
+                          "the job that writes it") from e

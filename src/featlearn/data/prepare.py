@@ -25,7 +25,7 @@ import numpy as np
 from featlearn.data import parsers
 from featlearn.data.fetch import DataError, match_checksum
 from featlearn.data.registry import PREPARED, get_dataset
-from featlearn.io import atomic_open, save_tensor, write_json
+from featlearn.io import DIGESTS, atomic_open, file_sha256, save_tensor, verify_prepared, write_json
 
 # Specials of the authors' vocabulary for the classification sets (features paper).
 PAD, UNK = "<pad>", "unk"
@@ -79,8 +79,14 @@ def _write_classification(out_dir: Path, splits: dict[str, list[tuple[int, str]]
     vocab = list(CLASSIFICATION_SPECIALS) + sorted((w for w in counts if w not in CLASSIFICATION_SPECIALS), key=lambda w: (-counts[w], w))
     write_vocab(out_dir / "vocab.json", vocab)
     stats["vocab_size"] = len(vocab)
+    stats[DIGESTS] = _digests(out_dir, [*(f"{split}.tsv" for split in splits), "vocab.json"])
     write_json(out_dir / "stats.json", stats)
     return stats
+
+
+def _digests(out_dir: Path, names: Iterable[str]) -> dict[str, str]:
+    """sha256 of each prepared file, recorded in stats.json and checked whenever the file is read."""
+    return {name: file_sha256(out_dir / name) for name in names}
 
 
 def _encode(lines: Iterable[list[str]], index: dict[str, int], grow: bool, where: str):
@@ -116,6 +122,7 @@ def _prepare_lm(out_dir: Path, split_lines: dict[str, Callable], extra: dict, vo
         stats["splits"][split] = {"n_tokens": int(ids.numel())}
     stats["vocab_size"] = len(index)
     write_vocab(out_dir / "vocab.json", list(index))
+    stats[DIGESTS] = _digests(out_dir, [*(f"{split}.pt" for split in split_lines), "vocab.json"])
     write_json(out_dir / "stats.json", stats)
     return stats
 
@@ -205,7 +212,8 @@ def _token_lines(path: Path, member: str | None) -> Iterator[Iterator[list[str]]
 
 
 def read_classification(path: str | os.PathLike) -> list[tuple[int, str]]:
-    """Rows of a prepared ``{split}.tsv``."""
+    """Rows of a prepared ``{split}.tsv`` (checked against the sha256 its stats.json recorded)."""
+    verify_prepared(path)
     rows = []
     with open(path, encoding="utf-8") as fh:
         header = fh.readline().rstrip("\n")
@@ -225,6 +233,7 @@ def write_vocab(path: str | os.PathLike, vocab: list[str]) -> None:
 
 
 def read_vocab(path: str | os.PathLike) -> list[str]:
+    verify_prepared(path)
     with open(path, encoding="utf-8") as fh:
         vocab = json.load(fh)
     if not isinstance(vocab, list):
