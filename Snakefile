@@ -2,7 +2,10 @@
 # Default target: `snakemake --cores all`. One paper: `snakemake joma`. One figure: `snakemake fig_joma_4`.
 # Scales: config/config.yaml (default) with overlays config/paper.yaml and config/smoke.yaml.
 
-from snakemake.utils import min_version, validate
+import sys
+from pathlib import Path
+
+from snakemake.utils import min_version
 
 min_version("9.0")
 
@@ -10,7 +13,11 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
-validate(config, "workflow/schemas/config.schema.yaml")
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+from featlearn.workflow import validate_config
+
+# a bad key stops the run with one line per key: its path and the reason
+validate_config(config, "workflow/schemas/config.schema.yaml")
 
 
 report: "workflow/report/workflow.rst"

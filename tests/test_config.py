@@ -165,5 +165,18 @@ def test_out_of_range_value_from_command_line(tmp_path):
     result = snakemake(work, "-n", "--config", "seed=-3")
     assert result.returncode != 0
     output = result.stdout + result.stderr
-    assert "instance['seed']" in output and "-3" in output
+    assert "config key seed: -3 is less than the minimum of 0" in output
+    assert len(output.splitlines()) < 60  # a few lines, not the schema and the whole config
     assert not (work / "results").exists()
+
+
+def test_config_errors_name_the_key_and_the_reason():
+    from featlearn.workflow import config_errors
+
+    config = copy.deepcopy(load("config.yaml"))
+    config["data"]["mirorr"] = "/somewhere"
+    config["report"]["dpi"] = 5
+    lines = config_errors(config, SCHEMA)
+    assert lines == ["config key data: Additional properties are not allowed ('mirorr' was unexpected)",
+                     "config key report.dpi: 5 is less than the minimum of 50"]
+    assert config_errors(load("config.yaml"), SCHEMA) == []

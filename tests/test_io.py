@@ -68,3 +68,21 @@ def test_json_and_tensor_roundtrip(tmp_path):
     t = torch.arange(5)
     save_tensor(tmp_path / "t.pt", t)
     assert torch.equal(load_tensor(tmp_path / "t.pt"), t)
+
+
+def test_figures_are_byte_identical_across_saves(tmp_path):
+    """PNG, PDF and SVG files of the same figure are identical when saved twice (SVG: fixed id salt, no date)."""
+    import matplotlib.pyplot as plt
+
+    from featlearn.plotting import save_figure
+
+    def fig():
+        f, ax = plt.subplots()
+        ax.plot([0, 1, 2], [1, 0, 2], label="curve")
+        ax.legend()
+        return f
+
+    for run in ("a", "b"):
+        save_figure(fig(), *(tmp_path / f"{run}.{ext}" for ext in ("png", "pdf", "svg")), dpi=40)
+    for ext in ("png", "pdf", "svg"):
+        assert (tmp_path / f"a.{ext}").read_bytes() == (tmp_path / f"b.{ext}").read_bytes(), ext

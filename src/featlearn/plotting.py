@@ -21,11 +21,11 @@ def set_style() -> None:
 def save_figure(fig, *paths: str | os.PathLike, dpi: int = 150) -> None:
     """Save ``fig`` to every path (format from the extension), each atomically, then close it.
 
-    PDF metadata carries no creation date so that reruns give identical files.
+    PDF and SVG metadata carry no date, and SVG ids come from a fixed salt, so that reruns give identical files.
     """
     for path in paths:
         fmt = os.path.splitext(str(path))[1].lstrip(".").lower()
-        metadata = {"CreationDate": None} if fmt == "pdf" else {"Software": None} if fmt == "png" else None
-        with atomic_path(path) as tmp:
+        metadata = {"pdf": {"CreationDate": None}, "png": {"Software": None}, "svg": {"Date": None}}.get(fmt)
+        with atomic_path(path) as tmp, plt.rc_context({"svg.hashsalt": "featlearn"}):
             fig.savefig(tmp, format=fmt, dpi=dpi, metadata=metadata)
     plt.close(fig)

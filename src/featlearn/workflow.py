@@ -119,3 +119,29 @@ def pretrained_checkpoints(pre: dict, data_offline: bool, available=None) -> tup
             reason = reason if ok else f"{model}@{rev} is not cached and the Hugging Face hub cannot be reached"
         (keep.append((model, rev)) if ok else why.append(reason))
     return keep, why
+
+
+def config_errors(config: dict, schema_path: str | os.PathLike, limit: int = 10) -> list[str]:
+    """One line per schema violation of ``config``: the key's dotted path and the reason (at most ``limit``)."""
+    import jsonschema
+    import yaml
+
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: [str(k) for k in e.absolute_path])
+    lines = []
+    for err in errors[:limit]:
+        key = ".".join(str(k) for k in err.absolute_path) or "(top level)"
+        lines.append(f"config key {key}: {err.message}")
+    if len(errors) > limit:
+        lines.append(f"... and {len(errors) - limit} more")
+    return lines
+
+
+def validate_config(config: dict, schema_path: str | os.PathLike) -> None:
+    """Stop the run with a few lines naming each bad key (not the whole schema and config)."""
+    from snakemake.exceptions import WorkflowError
+
+    lines = config_errors(config, schema_path)
+    if lines:
+        raise WorkflowError(f"the configuration does not match {schema_path}:\n  " + "\n  ".join(lines))
