@@ -141,6 +141,8 @@ def test_overlay_merge_is_recursive_as_snakemake_does_it():
         (lambda c: c["data"].update(offline="yes"), "offline"),  # wrong type
         (lambda c: c["data"]["datasets"]["sst"].update(enabled="maybe"), "enabled"),
         (lambda c: c["report"].update(figure_formats=["pdf"]), "figure_formats"),  # png is required
+        # a GPT-2 revision with "_" would not match the rule's wildcard (outputs join revision and init with "_")
+        (lambda c: c["templates"]["gpt2"]["pretrained"]["models"].update(gpt2=["my_rev"]), "my_rev"),
     ],
 )
 def test_bad_config_names_the_key(mutate, key):
