@@ -41,7 +41,8 @@ PREPARED_ON = prepared_enabled(DATASET_STATUS)
 # Filled by each paper's rules file: figure/table outputs and claim-table parts.
 PAPER_TARGETS = {p: [] for p in PAPERS}
 PAPER_CLAIMS = {p: [] for p in PAPERS}
-PAPER_UNCHECKED = {p: {} for p in PAPERS}  # claims of skipped figures: id -> (figure, statement, why)
+# claims of skipped figures: id -> (figure, statement, why)
+PAPER_UNCHECKED = {p: {} for p in PAPERS}
 # What this run leaves out and why (shown at start-up and in the scorecard).
 SKIPPED = {}
 
