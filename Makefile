@@ -1,6 +1,6 @@
 # Two commands for a newcomer (see README):
 #   make run    set up .venv, then run the whole pipeline at the default scale
-#   make test   set up .venv, then run the tests (unit + workflow), the Snakemake linter, ruff and snakefmt
+#   make test   set up .venv, then the quick checks (snakefmt, ruff, the Snakemake linter), then the tests
 # and make smoke: the whole pipeline at the smoke scale.
 # Extra Snakemake arguments: make run ARGS="--configfile config/smoke.yaml"
 
@@ -26,10 +26,10 @@ smoke: setup
 	snakemake --workflow-profile profiles/default --cores all $(ARGS) --configfile config/smoke.yaml
 
 test: setup
-	pytest $(ARGS)
-	snakemake --lint
-	ruff check src tests
 	snakefmt --check Snakefile workflow/rules/
+	ruff check src tests
+	snakemake --lint
+	pytest $(ARGS)
 
 report: setup
 	snakemake --report results/report.html $(ARGS)
