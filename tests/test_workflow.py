@@ -57,9 +57,37 @@ def test_paper_target_and_report(smoke_run):
     assert report.stat().st_size > 10_000
     import zipfile
 
-    names = zipfile.ZipFile(report).namelist()
+    archive = zipfile.ZipFile(report)
+    names = archive.namelist()
     assert any(n.endswith("overview.png") for n in names)
-    assert any(n.endswith("scorecard.md") for n in names)
+    # the scorecard and each paper's page are HTML, shown in the report, not downloads
+    assert any(n.endswith("scorecard.html") for n in names)
+    assert all(any(n.endswith(f"{p}_results.html") for n in names) for p in PAPERS)
+    # every caption and the description render without a docutils message (a red block in the report)
+    page = next(archive.read(n).decode() for n in names if n.endswith("report.html"))
+    assert "system-message" not in page and "Unknown target name" not in page
+    # a paper's items in the paper's order: the results page first, then Fig. 2 ... Fig. 10, then tables
+    assert '"#": "000"' in page or '"#":"000"' in page
+
+
+def test_results_pages_and_compute_table(smoke_run):
+    """Each paper's page (figures, claims, what differs from paper scale, the run's record) and the compute table
+    are written from the run's own files."""
+    work, _, _ = smoke_run
+    results = work / "results"
+    record = json.loads((results / "run.json").read_text())
+    assert record["scale"] == "smoke" and record["versions"]["torch"]
+    for paper in PAPERS:
+        page = (results / paper / "README.md").read_text()
+        assert "Scale `smoke`; commit `" in page and f"config sha256 `{record['config_sha256'][:12]}`" in page
+        assert "## Claims" in page and "## Where this run's settings differ from the paper's" in page
+        assert "![Fig." in page and "min wall" in page
+    joma = (results / "joma" / "README.md").read_text()
+    assert joma.index("### Fig. 2 ") < joma.index("### Fig. 4 ") < joma.index("### Fig. 8 ") < joma.index("### Table 1 ")
+    assert "| `joma.hblt.n_samples` | 20000 | 200000 |" in joma  # smoke samples less than the paper; the page says so
+    table = (results / "benchmarks.md").read_text()
+    assert "| templates | Fig. 15 (fig_templates_15) | 2 |" in table  # the sweep and the figure rule
+    assert "**Total: " in table and "CPU-min" in table
 
 
 def test_changed_data_code_reruns_data_jobs_only(smoke_run):

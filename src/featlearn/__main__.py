@@ -48,7 +48,11 @@ def _scorecard(args) -> None:
     from featlearn.scorecard import build_scorecard, headline
 
     skipped = json.loads(args.skipped) if args.skipped else {}
-    claims = build_scorecard(args.parts, args.out_csv, args.out_md, skipped)
+    record = None
+    if args.run:
+        with open(args.run) as f:
+            record = json.load(f)
+    claims = build_scorecard(args.parts, args.out_csv, args.out_md, skipped, args.out_html, record)
     print(f"scorecard: {headline(claims)}")
 
 
@@ -90,9 +94,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("scorecard", help="gather every paper's claims.csv")
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)
+    p.add_argument("--out-html", default=None, help="the scorecard as an HTML page (for the report)")
+    p.add_argument("--run", default=None, help="the run record (results/run.json): scale and provenance")
     p.add_argument("--skipped", default=None, help="JSON object: what was skipped -> why")
     p.add_argument("parts", nargs="*")
     p.set_defaults(func=_scorecard)
+
+    from featlearn.pages import register as register_pages
+
+    register_pages(sub)
 
     from featlearn.compute import register as register_compute
 

@@ -139,6 +139,19 @@ class Figure:
         """Caption file under workflow/report/."""
         return f"{self.paper}_{self.stem}.rst"
 
+    @property
+    def label(self) -> str:
+        """How the paper names it: ``Fig. 4``, ``Table 1``; an item without a number (a check, a figure of this
+        project such as ``calibration``) by its id."""
+        if not self.id[:1].isdigit():
+            return f"check {self.id}" if self.kind == CHECK else self.id
+        return {FIGURE: f"Fig. {self.id}", TABLE: f"Table {self.id}", CHECK: f"check {self.id}"}[self.kind]
+
+    @property
+    def order(self) -> str:
+        """Sort key in the paper's own order (see :func:`report_order`)."""
+        return report_order(self.kind, self.id)
+
     def claims_file(self, paths: Paths) -> str | None:
         return paths.paper(self.paper, "claims", f"{self.stem if self.kind == TABLE else self.id}.csv") if self.claims else None
 
@@ -166,6 +179,17 @@ class Figure:
             kind=kind,
             **kw,
         )
+
+
+def report_order(kind: str, fig_id: str) -> str:
+    """A key that sorts a paper's items as the paper numbers them, also as plain text (the report sorts its
+    labels lexicographically): figures by number (``002c`` < ``006`` < ``006_stable_rank`` < ``010``), then
+    tables (``T001``), then items without a number (``X`` + id: extensions, checks)."""
+    digits = len(fig_id) - len(fig_id.lstrip("0123456789"))
+    if digits == 0:
+        return f"X{fig_id}"
+    key = f"{int(fig_id[:digits]):03d}{fig_id[digits:]}"
+    return {FIGURE: key, TABLE: f"T{key}"}.get(kind, f"X{fig_id}")
 
 
 @dataclass(frozen=True)

@@ -72,12 +72,48 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None) -> str:
+def paper_section(rows: list[Claim]) -> list[str]:
+    """Markdown lines of one paper's claims: headline, the paper's claims with paper value, ours, baseline
+    and verdict, what differs, then the sanity checks apart."""
+    if not rows:
+        return ["No claims checked in this run."]
+    lines = [f"{headline(rows).capitalize()}."]
+    paper_rows = [c for c in rows if c.kind != "sanity"]
+    if paper_rows:
+        lines += ["", "| claim | figure | the paper's statement | kind | paper | ours | baseline | threshold | reason | verdict |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for c in paper_rows:
+            verdict = c.verdict if c.verdict == REPRODUCED else f"**{c.verdict}**"
+            cells = [c.claim_id, c.figure, c.statement, c.kind, c.paper_value, f"{c.metric}: {_ours(c)}" if c.metric else _ours(c),
+                     _baseline(c), c.target, c.threshold_reason, verdict]
+            lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+    notes = [c for c in paper_rows if c.verdict in (NOT_REPRODUCED, UNCHECKED, NOT_DISCRIMINATING)]
+    if notes:
+        lines += ["", "What differs or why a claim is not decided:", ""]
+        lines += [f"- `{c.claim_id}` ({c.verdict}): {what_differs(c)}" for c in notes]
+    sanity_rows = [c for c in rows if c.kind == "sanity"]
+    if sanity_rows:
+        lines += ["", "Sanity checks (this project's setup; not counted):", "",
+                  "| check | figure | statement | measured | threshold | result |", "|---|---|---|---|---|---|"]
+        for c in sanity_rows:
+            cells = [c.claim_id, c.figure, c.statement, f"{c.metric}: {_ours(c)}", c.target,
+                     "ok" if c.verdict == SANITY_OK else "**failed**"]
+            lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+    return lines
+
+
+def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None, record: dict | None = None) -> str:
+    """The scorecard page; ``record`` (the run record) names the scale and the code that produced it."""
+    from featlearn.pages import provenance_line
+
     by_paper: dict[str, list[Claim]] = defaultdict(list)
     for c in claims:
         by_paper[c.paper].append(c)
     sanity = [c for c in claims if c.kind == "sanity"]
-    lines = ["# Scorecard", "", f"All papers: {headline(claims)}.", ""]
+    lines = ["# Scorecard", ""]
+    if record:
+        lines += [provenance_line(record), ""]
+    lines += [f"All papers: {headline(claims)}.", ""]
     lines += [
         "A claim counts only when it is a statement of the paper (kind `paper` or `paper-theory`) and no trivial baseline "
         "(the untrained network, a unigram model, a constant predictor) run on the same data passes it too. "
@@ -99,37 +135,20 @@ def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None) 
     for p in PAPERS:
         rows = by_paper.get(p, [])
         lines += ["", f"## {p}: {TITLES[p]}", ""]
-        if not rows:
-            lines.append("No claims checked in this run.")
-            continue
-        lines.append(f"{headline(rows).capitalize()}.")
-        paper_rows = [c for c in rows if c.kind != "sanity"]
-        if paper_rows:
-            lines += ["", "| claim | figure | the paper's statement | kind | paper | ours | baseline | threshold | reason | verdict |",
-                      "|---|---|---|---|---|---|---|---|---|---|"]
-            for c in paper_rows:
-                verdict = c.verdict if c.verdict == REPRODUCED else f"**{c.verdict}**"
-                cells = [c.claim_id, c.figure, c.statement, c.kind, c.paper_value, f"{c.metric}: {_ours(c)}" if c.metric else _ours(c),
-                         _baseline(c), c.target, c.threshold_reason, verdict]
-                lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
-        notes = [c for c in paper_rows if c.verdict in (NOT_REPRODUCED, UNCHECKED, NOT_DISCRIMINATING)]
-        if notes:
-            lines += ["", "What differs or why a claim is not decided:", ""]
-            lines += [f"- `{c.claim_id}` ({c.verdict}): {what_differs(c)}" for c in notes]
-        sanity_rows = [c for c in rows if c.kind == "sanity"]
-        if sanity_rows:
-            lines += ["", "Sanity checks (this project's setup; not counted):", "",
-                      "| check | figure | statement | measured | threshold | result |", "|---|---|---|---|---|---|"]
-            for c in sanity_rows:
-                cells = [c.claim_id, c.figure, c.statement, f"{c.metric}: {_ours(c)}", c.target,
-                         "ok" if c.verdict == SANITY_OK else "**failed**"]
-                lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+        lines += paper_section(rows)
     return "\n".join(lines) + "\n"
 
 
 def build_scorecard(
-    parts: list[str | os.PathLike], out_csv: str | os.PathLike, out_md: str | os.PathLike, skipped: dict[str, str] | None = None
+    parts: list[str | os.PathLike], out_csv: str | os.PathLike, out_md: str | os.PathLike, skipped: dict[str, str] | None = None,
+    out_html: str | os.PathLike | None = None, record: dict | None = None,
 ) -> list[Claim]:
+    """Gather the papers' claims into the scorecard CSV and Markdown (and its HTML copy for the report)."""
     claims = merge_claims(parts, out_csv)
-    write_text(out_md, render_markdown(claims, skipped))
+    text = render_markdown(claims, skipped, record)
+    write_text(out_md, text)
+    if out_html:
+        from featlearn.pages import markdown_to_html
+
+        write_text(out_html, markdown_to_html(text, "featlearn: scorecard"))
     return claims

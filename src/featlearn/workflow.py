@@ -1,7 +1,8 @@
 """Helpers the Snakefile uses at DAG-building time (stdlib only, so they import before any job runs).
 
 - which datasets are switched on, and why (``data.datasets.<name>.enabled``: true, false or auto);
-- code hashes, so that editing a paper's subpackage reruns that paper's jobs and nothing else.
+- code hashes, so that editing a paper's subpackage reruns that paper's jobs and nothing else;
+- what the run record and the results pages say about the config (its hash, how it differs from paper scale).
 """
 
 from __future__ import annotations
@@ -145,3 +146,46 @@ def validate_config(config: dict, schema_path: str | os.PathLike) -> None:
     lines = config_errors(config, schema_path)
     if lines:
         raise WorkflowError(f"the configuration does not match {schema_path}:\n  " + "\n  ".join(lines))
+
+
+def _merge(base: dict, overlay: dict) -> dict:
+    out = dict(base)
+    for key, value in overlay.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def paper_scale_config(config_dir: str | os.PathLike) -> dict:
+    """config.yaml with paper.yaml merged on top, as ``--configfile config/paper.yaml`` gives it."""
+    import yaml
+
+    config_dir = Path(config_dir)
+    base = yaml.safe_load((config_dir / "config.yaml").read_text())
+    return _merge(base, yaml.safe_load((config_dir / "paper.yaml").read_text()) or {})
+
+
+def _leaves(value, prefix: str) -> dict:
+    if isinstance(value, dict) and value:
+        out = {}
+        for key, sub in value.items():
+            out.update(_leaves(sub, f"{prefix}.{key}"))
+        return out
+    return {prefix: value}
+
+
+_ABSENT = "(absent)"
+
+
+def config_differences(config: dict, reference: dict, section: str) -> list[tuple[str, object, object]]:
+    """The settings under ``section`` whose value in ``config`` differs from ``reference`` (the paper-scale
+    config): ``(dotted key, this run's value, reference value)``, sorted by key."""
+    ours = _leaves(config.get(section, {}), section)
+    ref = _leaves(reference.get(section, {}), section)
+    return [(k, ours.get(k, _ABSENT), ref.get(k, _ABSENT)) for k in sorted(set(ours) | set(ref)) if ours.get(k, _ABSENT) != ref.get(k, _ABSENT)]
+
+
+def config_sha256(config: dict) -> str:
+    """sha256 of the merged config (key order ignored)."""
+    import json
+
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()

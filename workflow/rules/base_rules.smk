@@ -57,6 +57,8 @@ for fig in REGISTERED_FIGURES:
             **figure_outputs(fig),
         log:
             PATHS.log(fig.paper, fig.log_stem),
+        benchmark:
+            PATHS.benchmark(fig.paper, fig.log_stem)
         localrule: True
         conda:
             ENV

@@ -21,7 +21,10 @@ from featlearn.data.registry import DATASETS, PREPARED
 from featlearn.workflow import (
     PAPER_DATASETS,
     code_hash,
+    config_differences,
+    config_sha256,
     dataset_status,
+    paper_scale_config,
     prepared_enabled,
     pretrained_checkpoints,
 )
@@ -83,13 +86,21 @@ def dataset_on(name):
     return PREPARED_ON[name] if name in PREPARED_ON else DATASET_STATUS[name].enabled
 
 
-def report_figure(stem, category, caption):
+def report_labels(order, name):
+    """Report labels: ``#`` sorts a paper's items in the paper's order (the report sorts labels as text),
+    ``item`` names them as the paper does."""
+    return {"#": order, "item": name}
+
+
+def report_figure(stem, category, caption, order="X", name=None):
     """The PNG of figure ``stem`` (e.g. "joma/fig4"), shown by `snakemake --report` under
-    ``category`` with the caption file workflow/report/<caption>."""
+    ``category`` with the caption file workflow/report/<caption>, sorted by ``order``.
+    """
     return report(
         f"{FIGURES}/{stem}.png",
         caption=f"../report/{caption}",
         category=category,
+        labels=report_labels(order, name or stem.split("/")[-1]),
     )
 
 
@@ -102,12 +113,27 @@ def other_formats(stem):
     ]
 
 
+def paper_page(paper):
+    """The paper's results page (rule paper_page): Markdown beside its results, HTML for the report."""
+    return {
+        "md": f"{RESULTS}/{paper}/README.md",
+        "html": f"{RESULTS}/{paper}/{paper}_results.html",
+    }
+
+
 def paper_outputs(paper):
-    return PAPER_TARGETS[paper] + [f"{RESULTS}/{paper}/claims.csv"]
+    return PAPER_TARGETS[paper] + [
+        f"{RESULTS}/{paper}/claims.csv",
+        paper_page(paper)["md"],
+    ]
 
 
 def all_targets():
-    targets = [f"{RESULTS}/data/summary.csv", f"{RESULTS}/scorecard.md"]
+    targets = [
+        f"{RESULTS}/data/summary.csv",
+        f"{RESULTS}/scorecard.md",
+        f"{RESULTS}/benchmarks.md",
+    ]
     for paper in PAPERS:
         if config["papers"][paper]:
             targets += paper_outputs(paper)
@@ -124,7 +150,7 @@ def data_flags():
 
 
 # ---- the two base rules: every paper's registry (featlearn/<paper>/registry.py) is turned into rules here.
-from featlearn.registry import CHECK, FIGURE, TABLE, Paths
+from featlearn.registry import CHECK, FIGURE, TABLE, Figure, Paths
 
 PATHS = Paths(RESULTS)
 
@@ -165,18 +191,28 @@ def figure_outputs(fig):
     out = {}
     if fig.kind == FIGURE:
         stem = f"{fig.paper}/{fig.stem}"
-        out["png"] = report_figure(stem, fig.paper, fig.caption)
+        out["png"] = report_figure(stem, fig.paper, fig.caption, fig.order, fig.label)
         out["other"] = other_formats(stem)
     elif fig.kind == TABLE:
         out["csv"] = PATHS.paper(fig.paper, f"{fig.stem}.csv")
-        out["md"] = report(
-            PATHS.paper(fig.paper, f"{fig.stem}.md"),
-            caption=f"../report/{fig.caption}",
-            category=fig.paper,
-        )
+        out["md"] = report_table(fig)
     if fig.claims:
         out["claims"] = fig.claims_file(PATHS)
     return out
+
+
+def report_table(fig, stem=None):
+    """The Markdown of table record ``fig``, in the report under its paper; ``stem`` names the table file of
+    a figure that is also a table (listed right after the figure)."""
+    return report(
+        PATHS.paper(fig.paper, f"{stem or fig.stem}.md"),
+        caption=f"../report/{fig.caption}",
+        category=fig.paper,
+        labels=report_labels(
+            f"{fig.order}_table" if stem else fig.order,
+            f"{fig.label} (table)" if stem else fig.label,
+        ),
+    )
 
 
 def drawn_files(output):
@@ -188,6 +224,32 @@ def drawn_files(output):
     return files
 
 
+# What each paper's results page lists: one entry per figure, table or check (see page_entry).
+PAGE_FIGURES = {p: [] for p in PAPERS}
+
+
+def page_entry(fig, pngs=(), tables=(), inputs=None, claims=None):
+    """A results-page entry of record ``fig`` (a registry Figure): its label, rule, caption, drawn files,
+    claims table and the inputs from which its compute jobs are found."""
+    PAGE_FIGURES[fig.paper].append(
+        {
+            "rule": fig.rule,
+            "label": fig.label,
+            "order": fig.order,
+            "caption": f"workflow/report/{fig.caption}" if fig.kind != CHECK else "",
+            "pngs": list(pngs),
+            "tables": list(tables),
+            "claims": claims if claims is not None else (fig.claims_file(PATHS) or ""),
+            "inputs": inputs if inputs is not None else dict(fig.inputs),
+            # the figure rule's own benchmark file (drawing and claims)
+            "draw": {
+                "label": f"{fig.rule} (drawing, claims)",
+                "benchmark": PATHS.benchmark(fig.paper, fig.log_stem),
+            },
+        }
+    )
+
+
 def register_paper(reg):
     """Rules, targets, claims tables and skipped parts of one paper's registry."""
     REGISTERED_JOBS.extend(reg.jobs)
@@ -195,8 +257,12 @@ def register_paper(reg):
     for fig in reg.figures:
         if fig.kind == FIGURE:
             PAPER_TARGETS[reg.paper].append(PATHS.figure(fig.paper, fig.stem, "png"))
+            page_entry(fig, pngs=[PATHS.figure(fig.paper, fig.stem, "png")])
         elif fig.kind == TABLE:
             PAPER_TARGETS[reg.paper].append(PATHS.paper(fig.paper, f"{fig.stem}.md"))
+            page_entry(fig, tables=[PATHS.paper(fig.paper, f"{fig.stem}.md")])
+        else:
+            page_entry(fig)
     PAPER_CLAIMS[reg.paper] += reg.claim_tables(PATHS)
     SKIPPED.update(reg.skipped)
     PAPER_UNCHECKED[reg.paper].update(reg.unchecked)

@@ -15,20 +15,35 @@ register_paper(JOMA)
 _joma_fig6 = JOMA.hand_written_figure("6")
 if _joma_fig6 is not None:
     PAPER_TARGETS["joma"].append(PATHS.figure("joma", "fig6", "png"))
+    page_entry(
+        _joma_fig6,
+        pngs=[
+            PATHS.figure("joma", "fig6", "png"),
+            PATHS.figure("joma", "fig6_stable_rank", "png"),
+        ],
+    )
 
     rule fig_joma_6:
         input:
             **_joma_fig6.inputs,
         output:
-            png=report_figure("joma/fig6", "joma", "joma_fig6.rst"),
+            png=report_figure(
+                "joma/fig6", "joma", "joma_fig6.rst", _joma_fig6.order, "Fig. 6"
+            ),
             other=other_formats("joma/fig6"),
             rank_png=report_figure(
-                "joma/fig6_stable_rank", "joma", "joma_fig6_stable_rank.rst"
+                "joma/fig6_stable_rank",
+                "joma",
+                "joma_fig6_stable_rank.rst",
+                f"{_joma_fig6.order}_stable_rank",
+                "Fig. 6 (stable rank)",
             ),
             rank_other=other_formats("joma/fig6_stable_rank"),
             claims=_joma_fig6.claims_file(PATHS),
         log:
             PATHS.log("joma", _joma_fig6.log_stem),
+        benchmark:
+            PATHS.benchmark("joma", _joma_fig6.log_stem)
         localrule: True
         conda:
             ENV
@@ -53,6 +68,7 @@ if _joma_fig6 is not None:
 
 _joma_table1 = JOMA.hand_written_figure("1")
 PAPER_TARGETS["joma"].append(PATHS.paper("joma", "table1.md"))
+page_entry(_joma_table1, tables=[PATHS.paper("joma", "table1.md")])
 
 
 rule table_joma_1:
@@ -61,14 +77,12 @@ rule table_joma_1:
     output:
         csv=PATHS.paper("joma", "table1.csv"),
         tex=PATHS.paper("joma", "table1.tex"),
-        md=report(
-            PATHS.paper("joma", "table1.md"),
-            caption=f"../report/{_joma_table1.caption}",
-            category="joma",
-        ),
+        md=report_table(_joma_table1),
         claims=_joma_table1.claims_file(PATHS),
     log:
         PATHS.log("joma", _joma_table1.log_stem),
+    benchmark:
+        PATHS.benchmark("joma", _joma_table1.log_stem)
     localrule: True
     conda:
         ENV

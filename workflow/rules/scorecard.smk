@@ -1,4 +1,12 @@
-# Claims: each paper's claim tables -> results/<paper>/claims.csv -> results/scorecard.{csv,md}.
+# Claims: each paper's claim tables -> results/<paper>/claims.csv -> results/scorecard.{csv,md,html}.
+# What the run says about itself: results/run.json (its record), results/<paper>/README.md (one page per
+# paper, HTML copy in the report) and results/benchmarks.md (compute, from the benchmark files).
+
+from featlearn.dag import JobIndex, files_of
+
+RUN_RECORD = f"{RESULTS}/run.json"
+_JOB_INDEX = JobIndex(REGISTERED_JOBS, PATHS)
+_PAPER_SCALE_CONFIG = paper_scale_config(Path(workflow.basedir) / "config")
 
 # Every paper file has registered what it leaves out by now: say it once, at start-up.
 for _what, _why in sorted(SKIPPED.items()):
@@ -27,11 +35,13 @@ rule paper_claims:
 
 rule scorecard:
     input:
-        [f"{RESULTS}/{p}/claims.csv" for p in PAPERS if config["papers"][p]],
+        claims=[f"{RESULTS}/{p}/claims.csv" for p in PAPERS if config["papers"][p]],
+        run=RUN_RECORD,
     output:
         csv=f"{RESULTS}/scorecard.csv",
-        md=report(
-            f"{RESULTS}/scorecard.md",
+        md=f"{RESULTS}/scorecard.md",
+        html=report(
+            f"{RESULTS}/scorecard.html",
             caption="../report/scorecard.rst",
             category="scorecard",
         ),
@@ -44,4 +54,131 @@ rule scorecard:
         skipped=json.dumps(SKIPPED, sort_keys=True),
     shell:
         "python -m featlearn scorecard --out-csv {output.csv} --out-md {output.md}"
-        " --skipped {params.skipped:q} {input} > {log} 2>&1"
+        " --out-html {output.html} --run {input.run} --skipped {params.skipped:q}"
+        " {input.claims} > {log} 2>&1"
+
+
+def _jobs_of(inputs):
+    """The compute jobs (label and benchmark file) that a figure's inputs need."""
+    files = [p for value in inputs.values() for p in files_of(value)]
+    return [
+        {"label": j.label, "benchmark": j.benchmark} for j in _JOB_INDEX.upstream(files)
+    ]
+
+
+def _page_figures(paper):
+    entries = sorted(PAGE_FIGURES[paper], key=lambda e: e["order"])
+    return [
+        {
+            **{k: v for k, v in e.items() if k not in ("inputs", "draw")},
+            "jobs": _jobs_of(e["inputs"]) + [e["draw"]],
+        }
+        for e in entries
+    ]
+
+
+def page_manifest(paper):
+    """What the results page of ``paper`` lists (figures, their jobs, settings that differ from paper
+    scale, what was skipped), as JSON for the rule's command line."""
+    skipped = {
+        what: why
+        for what, why in SKIPPED.items()
+        if what.startswith(f"{paper} ")
+        or (what.startswith("dataset ") and paper in why)
+    }
+    manifest = {
+        "paper": paper,
+        "out_dir": f"{RESULTS}/{paper}",
+        "figures": _page_figures(paper),
+        "differences": config_differences(config, _PAPER_SCALE_CONFIG, paper),
+        "skipped": skipped,
+    }
+    return json.dumps(manifest, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def data_jobs():
+    """The data preparations of this run, as compute-table rows."""
+    return [
+        {"label": f"prepare {name}", "benchmark": f"{BENCH}/data/prepare_{name}.tsv"}
+        for name, on in PREPARED_ON.items()
+        if on
+    ]
+
+
+def compute_manifest():
+    papers = {p: _page_figures(p) for p in PAPERS if config["papers"][p]}
+    return json.dumps(
+        {"papers": papers, "data": data_jobs()},
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )
+
+
+rule run_record:
+    output:
+        RUN_RECORD,
+    log:
+        f"{LOGS}/run_record.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        scale=SCALE,
+        config_sha=config_sha256(config),
+        code_sha=code_hash("."),
+        device=config["device"],
+    shell:
+        "python -m featlearn run-record --out {output} --scale {params.scale}"
+        " --config-sha {params.config_sha} --code-sha {params.code_sha}"
+        " --device {params.device:q} > {log} 2>&1"
+
+
+rule paper_page:
+    input:
+        targets=lambda wc: PAPER_TARGETS[wc.paper],
+        claims=f"{RESULTS}/{{paper}}/claims.csv",
+        run=RUN_RECORD,
+    output:
+        md=f"{RESULTS}/{{paper}}/README.md",
+        manifest=f"{RESULTS}/{{paper}}/page.json",
+        html=report(
+            f"{RESULTS}/{{paper}}/{{paper}}_results.html",
+            caption="../report/paper_page.rst",
+            category="{paper}",
+            labels=report_labels("000", "results page"),
+        ),
+    log:
+        f"{LOGS}/{{paper}}/page.log",
+    wildcard_constraints:
+        paper="|".join(PAPERS),
+    localrule: True
+    conda:
+        ENV
+    params:
+        manifest=lambda wc: page_manifest(wc.paper),
+    shell:
+        "printf '%s\\n' {params.manifest:q} > {output.manifest} && "
+        "python -m featlearn paper-page --manifest {output.manifest} --claims {input.claims}"
+        " --run {input.run} --out-md {output.md} --out-html {output.html} > {log} 2>&1"
+
+
+rule compute_table:
+    input:
+        targets=[t for t in all_targets() if t != f"{RESULTS}/benchmarks.md"],
+        run=RUN_RECORD,
+    output:
+        md=f"{RESULTS}/benchmarks.md",
+        csv=f"{RESULTS}/benchmarks.csv",
+        manifest=f"{RESULTS}/benchmarks.json",
+    log:
+        f"{LOGS}/compute_table.log",
+    localrule: True
+    conda:
+        ENV
+    params:
+        manifest=compute_manifest(),
+    shell:
+        "printf '%s\\n' {params.manifest:q} > {output.manifest} && "
+        "python -m featlearn compute-table --manifest {output.manifest} --run {input.run}"
+        " --out-md {output.md} --out-csv {output.csv} > {log} 2>&1"

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-N_COMMON = 10
-N_DISTINCT = 10
+from featlearn.scan_snap.constants import N_COMMON, N_DISTINCT  # noqa: F401 (re-exported)
+
 DISTINCT_WEIGHTS = (0.1, 1.0)  # linspace end points of the distinct tokens' unnormalised weights
 
 

@@ -15,11 +15,9 @@ import torch
 
 from featlearn.io import write_csv
 from featlearn.scan_snap import metrics, theory
+from featlearn.scan_snap.constants import LAYOUTS
 from featlearn.scan_snap.data import SequenceClasses, sample_counts
 from featlearn.scan_snap.train import History, RunSet, train
-
-# Syn-Small layouts (Fig. 4): a separate query per class, or one shared query for both classes.
-LAYOUTS = {"separate": (2, 1), "shared": (1, 2)}
 
 
 def _step_table(hist: History, spec: SequenceClasses, runs: pd.DataFrame) -> pd.DataFrame:

@@ -17,8 +17,7 @@ from scipy.stats import spearmanr
 
 from featlearn.claims import NAN, UNTRAINED, Claim, check, frozen_at_init
 from featlearn.plotting import set_style
-from featlearn.scan_snap.data import N_COMMON, N_DISTINCT, SequenceClasses
-from featlearn.scan_snap.experiments import LAYOUTS
+from featlearn.scan_snap.constants import LAYOUTS, N_COMMON, N_DISTINCT
 
 PAPER = "scan_snap"
 
@@ -96,6 +95,8 @@ def _fig4_measures(steps_df: pd.DataFrame, comp: pd.DataFrame, last: int, ratios
     sep = steps_df[steps_df["layout"] == "separate"]
     by_seed = sep.groupby(["ratio", "step"])[["loss", "distinct_entropy", "common_mass"]]
     mean, sd = by_seed.mean(), by_seed.std()
+    from featlearn.scan_snap.data import SequenceClasses  # torch: only this claim needs it
+
     spec = SequenceClasses(*LAYOUTS["separate"])
     r_lo, r_hi = min(ratios), max(ratios)
 
@@ -225,6 +226,8 @@ def _final(comp: pd.DataFrame) -> pd.DataFrame:
 def draw_5(inputs: dict, cfg: dict):
     comp = _final(pd.read_csv(inputs["composition"]))
     lrs = sorted(comp["lr"].unique())
+    from featlearn.scan_snap.data import SequenceClasses  # torch: only this claim needs it
+
     spec = SequenceClasses(*LAYOUTS["separate"])
     set_style()
     fig, axes = plt.subplots(1, len(lrs), figsize=(3.6 * len(lrs), 2.6), squeeze=False, layout="constrained")
@@ -241,6 +244,8 @@ def draw_5(inputs: dict, cfg: dict):
 
 def _top3_sets(comp: pd.DataFrame, seed: int) -> float:
     """How many different top-3 distinct-token sets (class 1) the learning rates pick, for one seed."""
+    from featlearn.scan_snap.data import SequenceClasses  # torch: only this claim needs it
+
     spec = SequenceClasses(*LAYOUTS["separate"])
     ids = spec.distinct_ids(0).numpy()
     tops = set()

@@ -46,6 +46,7 @@ from torch.func import functional_call, vmap
 from featlearn.io import write_csv
 from featlearn.templates.models import build_model
 from featlearn.templates.tasks import TaskData, TemplateTask, make_datasets, make_task
+from featlearn.templates.sweeps.selection import n_star, select_lr  # noqa: F401 (re-exported)
 from featlearn.seeding import derived_seed
 
 VARIANTS = {"vanilla": (False, False), "kq": (True, False), "vo": (False, True), "kq_vo": (True, True)}
@@ -585,16 +586,3 @@ def run_sweep(settings: dict, out: str, curves_out: str | None = None) -> pd.Dat
 # --------------------------------------------------------------------------------------- table helpers
 
 
-def select_lr(runs: pd.DataFrame, per: tuple[str, ...] = ("task", "arch", "variant"), by: str = "val_loss") -> pd.DataFrame:
-    """Learning-rate selection per curve [P App. A]: for each group of ``per`` keep the rows of the lr whose
-    mean ``by`` (validation loss, on its own alphabet) over every n and seed is lowest."""
-    means = runs.groupby(list(per) + ["lr"], dropna=False)[by].mean().reset_index()
-    best = means.loc[means.groupby(list(per), dropna=False)[by].idxmin(), list(per) + ["lr"]]
-    return runs.merge(best, on=list(per) + ["lr"], how="inner")
-
-
-def n_star(runs: pd.DataFrame, tau: float, metric: str = "test_metric") -> float:
-    """Smallest n whose seed-mean ``metric`` is <= tau (inf when none is): n*_τ of the claims."""
-    means = runs.groupby("n")[metric].mean().sort_index()
-    hit = means[means <= tau]
-    return float(hit.index[0]) if len(hit) else math.inf

@@ -30,7 +30,7 @@ import pandas as pd
 
 from featlearn.claims import Claim, check, unchecked
 from featlearn.plotting import set_style
-from featlearn.templates.sweeps.engine import n_star, select_lr
+from featlearn.templates.sweeps.selection import n_star, select_lr
 
 PAPER = "templates"
 NAN = math.nan

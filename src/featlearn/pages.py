@@ -1,0 +1,354 @@
+"""What a run writes about itself: its record (``results/run.json``), one results page per paper
+(``results/<paper>/README.md`` and an HTML copy for the report) and the compute table
+(``results/benchmarks.md``) built from Snakemake's ``benchmark:`` files.
+
+Every number on these pages is read from the run's own files (claims tables, benchmark files, the run
+record); nothing is typed in. The manifests the rules pass (figures, their jobs and benchmark files, how this
+run's settings differ from ``config/paper.yaml``) are built by the Snakefile from the paper registries.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import html
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+from featlearn.io import write_json, write_text
+
+# Packages whose installed versions every run records.
+RECORDED_PACKAGES = (
+    "torch", "snakemake", "snakemake-executor-plugin-slurm", "numpy", "pandas", "scipy", "matplotlib", "seaborn",
+    "transformers", "safetensors", "pyyaml", "lemminflect", "markdown-it-py",
+)
+ARXIV = {
+    "features": "https://arxiv.org/abs/2310.16350",
+    "scan_snap": "https://arxiv.org/abs/2305.16380",
+    "joma": "https://arxiv.org/abs/2310.00535",
+    "templates": "https://arxiv.org/abs/2310.09753",
+}
+
+
+# ------------------------------------------------------------------------------------------ run record
+
+
+def _git(repo: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def installed_versions(packages=RECORDED_PACKAGES) -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in packages:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def device_description(configured: str) -> str:
+    """The configured device and what it resolves to here (with the GPU's name)."""
+    from featlearn.devices import resolve_device
+
+    try:
+        resolved = resolve_device(configured)
+    except Exception as exc:  # a device that does not exist here is recorded, not fatal
+        return f"{configured} (unavailable here: {exc})"
+    if resolved.startswith("cuda"):
+        import torch
+
+        return f"{configured} -> {resolved} ({torch.cuda.get_device_name(torch.device(resolved))})"
+    return f"{configured} -> {resolved}" if configured != resolved else resolved
+
+
+def run_record(scale: str, config_sha: str, code_sha: str, device: str, repo: str | os.PathLike = ".") -> dict:
+    """Who made these results: scale, config and code hashes, git commit, device, date, package versions."""
+    repo = Path(repo)
+    commit = _git(repo, "rev-parse", "HEAD")
+    dirty = _git(repo, "status", "--porcelain", "--untracked-files=no")
+    return {
+        "scale": scale,
+        "config_sha256": config_sha,
+        "code_sha256": code_sha,
+        "commit": commit or "unknown (not a git checkout)",
+        "uncommitted_changes": bool(dirty) if dirty is not None else None,
+        "device": device_description(device),
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+        "host_cpus": os.cpu_count(),
+        "versions": installed_versions(),
+    }
+
+
+def write_run_record(out: str | os.PathLike, **kw) -> dict:
+    record = run_record(**kw)
+    write_json(out, record)
+    return record
+
+
+def provenance_line(record: dict) -> str:
+    """One Markdown line naming the run: scale, commit, config hash, device, date."""
+    commit = record.get("commit", "unknown")
+    short = commit[:10] if re.fullmatch(r"[0-9a-f]{40}", commit) else commit
+    dirty = " with uncommitted changes" if record.get("uncommitted_changes") else ""
+    return (f"Scale `{record.get('scale')}`; commit `{short}`{dirty}; config sha256 `{record.get('config_sha256', '')[:12]}`; "
+            f"code sha256 `{record.get('code_sha256', '')[:12]}`; device {record.get('device')}; recorded {record.get('date_utc')} UTC.")
+
+
+# --------------------------------------------------------------------------------- benchmark files
+
+
+def read_benchmark(path: str | os.PathLike) -> dict | None:
+    """Wall seconds, CPU seconds and peak resident memory (MB) of one Snakemake benchmark file (the mean
+    over its rows, as ``benchmark: repeat(...)`` writes one row per repeat); None if it is absent."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    if not rows:
+        return None
+
+    def mean(key):
+        vals = []
+        for r in rows:
+            try:
+                vals.append(float(r.get(key, "nan")))
+            except ValueError:
+                vals.append(math.nan)
+        vals = [v for v in vals if not math.isnan(v)]
+        return sum(vals) / len(vals) if vals else math.nan
+
+    return {"wall_s": mean("s"), "cpu_s": mean("cpu_time"), "max_rss_mb": mean("max_rss")}
+
+
+def _sum(values):
+    vals = [v for v in values if not math.isnan(v)]
+    return sum(vals) if vals else math.nan
+
+
+def _max(values):
+    vals = [v for v in values if not math.isnan(v)]
+    return max(vals) if vals else math.nan
+
+
+def job_costs(jobs: list[dict]) -> dict:
+    """Totals over jobs (each ``{"label", "benchmark"}``): how many, how many have a benchmark file, wall and
+    CPU seconds summed, the largest peak memory."""
+    read = [read_benchmark(j["benchmark"]) for j in jobs]
+    have = [r for r in read if r is not None]
+    return {
+        "jobs": len(jobs),
+        "measured": len(have),
+        "wall_s": _sum(r["wall_s"] for r in have),
+        "cpu_s": _sum(r["cpu_s"] for r in have),
+        "max_rss_mb": _max(r["max_rss_mb"] for r in have),
+    }
+
+
+def _num(x: float, digits: int = 0) -> str:
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:,.{digits}f}"
+
+
+def _minutes(seconds: float) -> str:
+    return "—" if math.isnan(seconds) else f"{seconds / 60:.1f}"
+
+
+# ------------------------------------------------------------------------------------ captions
+
+
+def caption_markdown(rst_path: str | os.PathLike) -> str:
+    """A figure's report caption (reStructuredText) as one Markdown paragraph."""
+    text = Path(rst_path).read_text() if Path(rst_path).is_file() else ""
+    text = re.sub(r":math:`([^`]*)`", r"$\1$", text)
+    text = re.sub(r"``([^`]*)``", r"`\1`", text)
+    text = text.replace("\\|", "|").replace("\\*", "*")
+    return " ".join(text.split())
+
+
+# ------------------------------------------------------------------------------------------- pages
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _short(value, width: int = 70) -> str:
+    text = json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_page(manifest: dict, claims_csv: str | os.PathLike, record: dict) -> str:
+    """The Markdown results page of one paper."""
+    from featlearn.claims import read_claims
+    from featlearn.scorecard import TITLES, headline, paper_section
+
+    paper = manifest["paper"]
+    claims = read_claims(claims_csv) if Path(claims_csv).is_file() else []
+    all_jobs = {j["benchmark"]: j for f in manifest["figures"] for j in f["jobs"]}
+    total = job_costs(list(all_jobs.values()))
+
+    lines = [f"# {paper}: {TITLES[paper]}", "",
+             f"Results of this run, written by the pipeline (rule `paper_page`); the paper: <{ARXIV[paper]}>. "
+             "Design notes without numbers: `docs/results/" + paper + ".md`.", "",
+             provenance_line(record), "",
+             f"**{headline(claims).capitalize()}.**" if claims else "No claims were checked in this run.", "",
+             f"Compute: {total['jobs']} jobs (compute and figure rules), {_minutes(total['wall_s'])} min wall and {_minutes(total['cpu_s'])} CPU-min "
+             f"summed over the {total['measured']} with a benchmark file (jobs run in parallel finish sooner); "
+             f"largest peak memory {_num(total['max_rss_mb'])} MB.", ""]
+    if manifest.get("skipped"):
+        lines += ["Left out of this run:", ""] + [f"- {w}: {why}" for w, why in sorted(manifest["skipped"].items())] + [""]
+
+    lines += ["## Figures and tables", ""]
+    for fig in manifest["figures"]:
+        cost = job_costs(fig["jobs"])
+        lines += [f"### {fig['label']} (`{fig['rule']}`)", ""]
+        for png in fig.get("pngs", []):
+            lines += [f"![{fig['label']}]({os.path.relpath(png, Path(manifest['out_dir']))})", ""]
+        for table in fig.get("tables", []):
+            lines += [f"Table: [`{Path(table).name}`]({os.path.relpath(table, Path(manifest['out_dir']))})", ""]
+        caption = caption_markdown(fig["caption"]) if fig.get("caption") else ""
+        if caption:
+            lines += [caption, ""]
+        ids = [c.claim_id for c in read_claims(fig["claims"])] if fig.get("claims") and Path(fig["claims"]).is_file() else []
+        facts = [f"compute and drawing: {cost['jobs']} job{'s' if cost['jobs'] != 1 else ''}, "
+                 f"{_minutes(cost['wall_s'])} min wall, {_minutes(cost['cpu_s'])} CPU-min"]
+        if ids:
+            facts.append("claims " + ", ".join(f"`{i}`" for i in ids))
+        lines += ["- " + "; ".join(facts), ""]
+
+    lines += ["## Claims", ""] + paper_section(claims) + [""]
+
+    lines += ["## Where this run's settings differ from the paper's", ""]
+    diffs = manifest.get("differences", [])
+    if diffs:
+        lines += [f"{len(diffs)} settings of `{paper}` differ from the paper-scale config (`config/paper.yaml` merged onto "
+                  "`config/config.yaml`; its comments give each value's source: [P] paper, [C] authors' code, "
+                  "[D] this project's decision).", "",
+                  "| setting | this run | paper scale |", "|---|---|---|"]
+        lines += [f"| `{_cell(k)}` | {_cell(_short(ours))} | {_cell(_short(ref))} |" for k, ours, ref in diffs]
+    else:
+        lines.append(f"None: every setting of `{paper}` is the paper-scale value (`config/paper.yaml`).")
+    lines += ["", "## Provenance", "", "| | |", "|---|---|"]
+    for key in ("scale", "commit", "uncommitted_changes", "config_sha256", "code_sha256", "device", "date_utc", "host_cpus"):
+        lines.append(f"| {key} | {_cell(record.get(key, ''))} |")
+    versions = record.get("versions", {})
+    if versions:
+        lines.append("| versions | " + _cell(", ".join(f"{k} {v}" for k, v in versions.items())) + " |")
+    return "\n".join(lines) + "\n"
+
+
+_HTML_STYLE = """
+body{font-family:system-ui,sans-serif;max-width:70rem;margin:1.5rem auto;padding:0 1rem;line-height:1.45;color:#111;background:#fff}
+table{border-collapse:collapse;font-size:.88rem;margin:.5rem 0}th,td{border:1px solid #bbb;padding:.2rem .45rem;vertical-align:top}
+th{background:#eee}code{background:#f3f3f3;padding:0 .2rem}h1{font-size:1.5rem}h2{font-size:1.25rem;margin-top:1.6rem}
+h3{font-size:1.05rem}img{max-width:100%}
+"""
+
+
+def markdown_to_html(markdown: str, title: str) -> str:
+    """A standalone HTML page of a Markdown page (tables included), for the Snakemake report, which shows HTML
+    files inline. Images are left out: the report shows each figure as its own item."""
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(
+        re.sub(r"^!\[([^\]]*)\]\([^)]*\)$", r"*(\1: shown as its own item in this report)*", markdown, flags=re.M)
+    )
+    return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{_HTML_STYLE}</style></head><body>\n{body}</body></html>\n")
+
+
+def write_page(manifest_path, claims_csv, run_json, out_md, out_html) -> str:
+    manifest = json.loads(Path(manifest_path).read_text())
+    record = json.loads(Path(run_json).read_text())
+    text = render_page(manifest, claims_csv, record)
+    write_text(out_md, text)
+    write_text(out_html, markdown_to_html(text, f"featlearn: {manifest['paper']}"))
+    return text
+
+
+# ------------------------------------------------------------------------------------ compute table
+
+
+def compute_rows(manifest: dict) -> list[dict]:
+    """One row per figure (and one per data preparation): jobs, wall and CPU seconds, peak memory."""
+    rows = []
+    for job in manifest.get("data", []):
+        rows.append({"paper": "data", "item": job["label"], **job_costs([job])})
+    for paper, figures in manifest["papers"].items():
+        for fig in figures:
+            rows.append({"paper": paper, "item": f"{fig['label']} ({fig['rule']})", **job_costs(fig["jobs"])})
+    return rows
+
+
+def render_compute(manifest: dict, record: dict) -> tuple[str, list[dict]]:
+    rows = compute_rows(manifest)
+    unique = {j["benchmark"]: j for jobs in ([manifest.get("data", [])] + [f["jobs"] for figs in manifest["papers"].values() for f in figs])
+              for j in jobs}
+    total = job_costs(list(unique.values()))
+    lines = ["# Compute of this run", "",
+             "From Snakemake's `benchmark:` files (`results/benchmarks/`), written by rule `compute_table`. "
+             "A figure's row counts its compute jobs and its own rule (drawing and claims); a job shared by several "
+             "figures counts in each of their rows and once in the total. Snakemake's own start-up and "
+             "bookkeeping are not in these files.", "",
+             provenance_line(record), "",
+             f"**Total: {total['jobs']} jobs (compute and figure rules), {_minutes(total['cpu_s'])} CPU-min, "
+             f"{_minutes(total['wall_s'])} min of job wall time summed** ({total['measured']} with a benchmark file; largest peak memory "
+             f"{_num(total['max_rss_mb'])} MB).", "",
+             "| paper | figure or step | jobs | wall s | CPU s | peak MB |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['paper']} | {_cell(r['item'])} | {r['jobs']} | {_num(r['wall_s'], 1)} | {_num(r['cpu_s'], 1)} | "
+                     f"{_num(r['max_rss_mb'])} |")
+    return "\n".join(lines) + "\n", rows + [{"paper": "all", "item": "total (each job once)", **total}]
+
+
+def write_compute(manifest_path, run_json, out_md, out_csv) -> dict:
+    import pandas as pd
+
+    from featlearn.io import write_csv
+
+    manifest = json.loads(Path(manifest_path).read_text())
+    record = json.loads(Path(run_json).read_text())
+    text, rows = render_compute(manifest, record)
+    write_text(out_md, text)
+    write_csv(pd.DataFrame(rows), out_csv)
+    return rows[-1]
+
+
+# ------------------------------------------------------------------------------------------ commands
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run-record", help="write the run record: scale, hashes, commit, device, versions")
+    p.add_argument("--out", required=True)
+    p.add_argument("--scale", required=True)
+    p.add_argument("--config-sha", required=True)
+    p.add_argument("--code-sha", required=True)
+    p.add_argument("--device", default="cpu")
+    p.set_defaults(func=lambda a: print(json.dumps(write_run_record(
+        a.out, scale=a.scale, config_sha=a.config_sha, code_sha=a.code_sha, device=a.device), indent=2)))
+
+    p = sub.add_parser("paper-page", help="write one paper's results page (Markdown and HTML)")
+    p.add_argument("--manifest", required=True)
+    p.add_argument("--claims", required=True)
+    p.add_argument("--run", required=True, help="the run record (results/run.json)")
+    p.add_argument("--out-md", required=True)
+    p.add_argument("--out-html", required=True)
+    p.set_defaults(func=lambda a: print(write_page(a.manifest, a.claims, a.run, a.out_md, a.out_html).splitlines()[4]))
+
+    p = sub.add_parser("compute-table", help="the compute table of this run from its benchmark files")
+    p.add_argument("--manifest", required=True)
+    p.add_argument("--run", required=True)
+    p.add_argument("--out-md", required=True)
+    p.add_argument("--out-csv", required=True)
+    p.set_defaults(func=lambda a: print(write_compute(a.manifest, a.run, a.out_md, a.out_csv)))
