@@ -103,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     from featlearn.pages import register as register_pages
 
     register_pages(sub)
+    from featlearn.config_docs import register as register_config_docs
+
+    register_config_docs(sub)
 
     from featlearn.compute import register as register_compute
 

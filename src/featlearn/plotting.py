@@ -18,11 +18,50 @@ def set_style() -> None:
     plt.rcParams.update({"figure.dpi": 100, "savefig.bbox": "tight", "pdf.fonttype": 42, "svg.hashsalt": "featlearn"})
 
 
+def ordered_palette(n: int) -> list:
+    """``n`` colours of viridis for lines ordered by a quantity, stopping before its pale yellow end, which is
+    hard to see on white."""
+    from matplotlib import colormaps
+
+    cmap = colormaps["viridis"]
+    return [cmap(0.8 * i / max(n - 1, 1)) for i in range(n)]
+
+
+def text_colour(image, value: float) -> str:
+    """Black or white, whichever reads better on the colour ``image`` (a matplotlib image) gives ``value``."""
+    if value != value:  # NaN: drawn as the background
+        return "black"
+    r, g, b, _ = image.cmap(image.norm(value))
+    return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "white"
+
+
+def _quiet_log_minor_labels(fig) -> None:
+    """On a log axis spanning two or more labelled decades, label only the decades (matplotlib also labels
+    minor ticks, which crowds the axis); an axis within one decade keeps its minor labels, its only ones, as
+    plain numbers (2, 3, 5 rather than 2×10⁰)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+
+    for ax in fig.axes:
+        for axis, scale, lim in ((ax.xaxis, ax.get_xscale(), ax.get_xlim()), (ax.yaxis, ax.get_yscale(), ax.get_ylim())):
+            if scale != "log":
+                continue
+            lo, hi = sorted(lim)
+            majors = [t for t in axis.get_majorticklocs() if lo <= t <= hi]
+            if len(majors) >= 2:
+                axis.set_minor_formatter(NullFormatter())
+            else:
+                axis.set_major_formatter(plain)
+                axis.set_minor_formatter(plain)
+
+
 def save_figure(fig, *paths: str | os.PathLike, dpi: int = 150) -> None:
     """Save ``fig`` to every path (format from the extension), each atomically, then close it.
 
     PDF and SVG metadata carry no date, and SVG ids come from a fixed salt, so that reruns give identical files.
     """
+    _quiet_log_minor_labels(fig)
     for path in paths:
         fmt = os.path.splitext(str(path))[1].lstrip(".").lower()
         metadata = {"pdf": {"CreationDate": None}, "png": {"Software": None}, "svg": {"Date": None}}.get(fmt)

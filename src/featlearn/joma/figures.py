@@ -7,11 +7,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
 from featlearn.claims import Claim, check
 from featlearn.joma import dynamics
-from featlearn.plotting import set_style
+from featlearn.plotting import ordered_palette, set_style
 
 PAPER = "joma"
 
@@ -29,7 +28,7 @@ def draw_4(inputs: dict, cfg: dict):
     set_style()
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), layout="constrained")
     snap = att[att["step"] % log_every == 0]
-    palette = sns.color_palette("viridis", snap["step"].nunique())
+    palette = ordered_palette(snap["step"].nunique())
     for color, (step, sub) in zip(palette, snap.groupby("step")):
         axes[0].plot(sub["component"], sub["v"], color=color, lw=1)
     mu = att[att["step"] == 0].sort_values("component")
@@ -46,7 +45,7 @@ def draw_4(inputs: dict, cfg: dict):
     axes[1].set_title("entropy of softmax($v^2/3$)")
     axes[1].legend()
     for j, sub in ex.groupby("component"):
-        axes[2].plot(sub["t"], sub["v"] / sub["mu"], color=sns.color_palette("viridis", ex["component"].nunique())[j])
+        axes[2].plot(sub["t"], sub["v"] / sub["mu"], color=ordered_palette(ex["component"].nunique())[j])
     axes[2].set_xlabel("t")
     axes[2].set_ylabel("$v_j(t)/\\mu_j$")
     axes[2].set_title("exact Eq. 6 (stiff solver)")

@@ -7,12 +7,11 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
 from featlearn.claims import UNTRAINED, Claim, check
 from featlearn.figure import Table
 from featlearn.io import write_text
-from featlearn.plotting import set_style
+from featlearn.plotting import ordered_palette, set_style
 
 PAPER = "joma"
 CELL = ["C", "n_ch", "n0", "n1"]
@@ -182,7 +181,7 @@ def draw_hblt(inputs: dict, cfg: dict):
     df = _hblt_table(inputs)
     set_style()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
-    palette = sns.color_palette("viridis", df["rho"].nunique())
+    palette = ordered_palette(df["rho"].nunique())
     for color, (rho, sub) in zip(palette, df.groupby("rho")):
         sub = sub.sort_values("H")
         axes[0].plot(sub["H"], sub["theory"], "-", color=color, lw=1.2, label=f"Theorem 5, $\\rho$ = {rho:g}")

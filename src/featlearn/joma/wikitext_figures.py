@@ -10,11 +10,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 
 from featlearn.claims import UNTRAINED, Claim, check, frozen_at_init
 from featlearn.lm.attention import uniform_causal_entropy
-from featlearn.plotting import set_style
+from featlearn.plotting import ordered_palette, set_style
 
 PAPER = "joma"
 DROP, REBOUND = 0.1, 0.05  # reference, claim 6
@@ -52,7 +51,7 @@ def _curve(c: pd.DataFrame, dataset: str, n_layer: int, lr: float, layer: int) -
 
 def _draw_layers(ax, c: pd.DataFrame, bound: float) -> None:
     n = int(c["layer"].max()) + 1
-    palette = sns.color_palette("viridis", n)
+    palette = ordered_palette(n)
     for layer, sub in c.groupby("layer"):
         sub = sub.sort_values("step")
         ax.plot(sub["step"], sub["mean"], color=palette[layer], lw=1.2, label=f"layer {layer}")

@@ -16,7 +16,7 @@ import seaborn as sns
 from scipy.stats import spearmanr
 
 from featlearn.claims import NAN, UNTRAINED, Claim, check, frozen_at_init
-from featlearn.plotting import set_style
+from featlearn.plotting import ordered_palette, set_style
 from featlearn.scan_snap.constants import LAYOUTS, N_COMMON, N_DISTINCT
 
 PAPER = "scan_snap"
@@ -278,7 +278,8 @@ def draw_6(inputs: dict, cfg: dict):
     fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), sharey=True, squeeze=False, layout="constrained")
     for ax, nl in zip(axes[0], panels):
         sub = df[df["num_last"] == nl]
-        sns.lineplot(data=sub, x="ratio", y="distinct_entropy", hue="eta_z", marker="o", errorbar="sd", ax=ax, palette="viridis")
+        sns.lineplot(data=sub, x="ratio", y="distinct_entropy", hue="eta_z", marker="o", errorbar="sd", ax=ax,
+                     palette=ordered_palette(sub["eta_z"].nunique()))
         ax.set_xscale("log")
         ax.set_title(f"{nl} queries (K = {sub['K'].iloc[0]})")
         ax.set_xlabel("$\\eta_Y / \\eta_Z$")
@@ -353,7 +354,8 @@ def _draw_recall(recall_csv: str, scale: str, by: str):
     set_style()
     fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), sharey=True, squeeze=False, layout="constrained")
     for ax, nl in zip(axes[0], panels):
-        sns.lineplot(data=sub[sub["num_last"] == nl], x="threshold", y="recall", hue=by, errorbar="sd", ax=ax, palette="viridis")
+        sns.lineplot(data=sub[sub["num_last"] == nl], x="threshold", y="recall", hue=by, errorbar="sd", ax=ax,
+                     palette=ordered_palette(sub[by].nunique()))
         ax.set_title(f"{nl} queries")
         ax.set_xlabel("threshold on the attention weight")
         ax.set_ylabel("recall (fraction of distinct tokens above)")
@@ -382,12 +384,12 @@ def draw_3(inputs: dict, cfg: dict):
     df = _fig3_table(inputs)
     set_style()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
-    sns.lineplot(data=df, x="t", y="B", hue="eta_y", ax=axes[0], palette="viridis")
+    sns.lineplot(data=df, x="t", y="B", hue="eta_y", ax=axes[0], palette=ordered_palette(df["eta_y"].nunique()))
     axes[0].set_xscale("log")
     axes[0].set_xlabel("iteration t")
     axes[0].set_ylabel("$B_n(t)$")
     axes[0].set_title("snapping: $B_n(t)$")
-    sns.lineplot(data=df, x="t", y="gamma", hue="eta_y", ax=axes[1], palette="viridis")
+    sns.lineplot(data=df, x="t", y="gamma", hue="eta_y", ax=axes[1], palette=ordered_palette(df["eta_y"].nunique()))
     axes[1].set_xscale("log")
     axes[1].set_xlabel("iteration t")
     axes[1].set_ylabel("$\\gamma(t)$ (proxy)")
@@ -435,7 +437,7 @@ def draw_8(inputs: dict, cfg: dict):
     df = pd.read_csv(inputs["decoder"])
     set_style()
     fig, ax = plt.subplots(figsize=(5.5, 3.6), layout="constrained")
-    palette = sns.color_palette("viridis", df["eta_y"].nunique())
+    palette = ordered_palette(df["eta_y"].nunique())
     for color, (e, sub) in zip(palette, df.groupby("eta_y")):
         ax.plot(sub["t"], sub["h_discrete"], color=color, lw=2, label=f"$h_t$, $\\eta_Y$={e:g}")
         ax.plot(sub["t"], sub["h_continuous"], color="k", lw=0.8, ls="--")
@@ -461,7 +463,7 @@ def draw_9(inputs: dict, cfg: dict):
     df = pd.read_csv(inputs["t0"])
     set_style()
     fig, ax = plt.subplots(figsize=(5, 3.4), layout="constrained")
-    sns.scatterplot(data=df, x="ratio_z_over_y", y="B_t0", hue="eta_z", ax=ax, palette="viridis", s=60)
+    sns.scatterplot(data=df, x="ratio_z_over_y", y="B_t0", hue="eta_z", ax=ax, palette=ordered_palette(df["eta_z"].nunique()), s=60)
     ax.set_xscale("log")
     ax.set_xlabel("$\\eta_Z / \\eta_Y$")
     ax.set_ylabel("$B_n(t_0)$")

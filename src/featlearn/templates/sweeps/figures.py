@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from featlearn.claims import Claim, check, unchecked
-from featlearn.plotting import set_style
+from featlearn.plotting import set_style, text_colour
 from featlearn.templates.sweeps.selection import n_star, select_lr
 
 PAPER = "templates"
@@ -182,7 +182,8 @@ def plot_heatmap(runs: pd.DataFrame, fig_id: str, scale: str):
             ax.set_xticks(range(table.shape[1]), [f"{c:g}" for c in table.columns])
             ax.set_yticks(range(table.shape[0]), [f"{r:g}" for r in table.index])
             for (r, c), v in np.ndenumerate(table.to_numpy(dtype=float)):
-                ax.text(c, r, "nan" if math.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=7, color="w")
+                ax.text(c, r, "nan" if math.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=7,
+                        color=text_colour(im, v))
             ax.set_xlabel(axis if axis != "value" else col)
             ax.set_ylabel("learning rate")
             ax.set_title(name + ("" if n is None else f", n = {n}"), fontsize=9)
