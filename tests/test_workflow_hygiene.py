@@ -51,3 +51,55 @@ def test_numeric_threads_do_not_follow_the_cores_given(tmp_path):
                                     "results/scan_snap/syn_medium_final.csv", "results/joma/eq6_discrete.csv"))
         commands[cores] = sorted(re.findall(r"--run (\S+) .*?--threads (\d+)", result.stdout))
     assert commands["1"] == commands["4"] and ("2" in {t for _, t in commands["1"]}), commands  # a 2-thread rule
+
+
+def test_dry_run_flags_are_recognised():
+    from featlearn.workflow import is_dry_run
+
+    for argv in (["snakemake", "-n"], ["snakemake", "-np", "all"], ["snakemake", "--dry-run"], ["snakemake", "--dryrun"]):
+        assert is_dry_run(argv), argv
+    for argv in (["snakemake", "--cores", "2"], ["snakemake", "-c2"], ["snakemake", "--", "-n"], ["snakemake", "--notemp"]):
+        assert not is_dry_run(argv), argv
+
+
+def test_a_dry_run_never_contacts_the_model_hub(tmp_path):
+    """Building the DAG of a dry run leaves uncached checkpoints out without opening a connection; a real
+    invocation (here --list-rules, which builds the same registries) does probe the hub."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.2)
+    accepted = []
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            accepted.append(1)
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    work = copy_workflow(tmp_path / "wf")
+    (work / "hub.yaml").write_text(yaml.safe_dump({
+        "data": {"offline": False, "datasets": {n: {"enabled": False} for n in ("sst", "imdb", "ag_news", "wikitext2", "wikitext103", "ptb", "tinyshakespeare", "gpt2")}},
+        "joma": {"pretrained": {"enabled": "auto", "cache_dir": str(tmp_path / "empty_cache")}},
+        "papers": {"features": False, "scan_snap": False, "templates": False, "joma": True},
+    }))
+    env = {"FEATLEARN_HUB_ADDRESS": f"127.0.0.1:{listener.getsockname()[1]}", "HF_HUB_OFFLINE": "0"}
+    try:
+        dry = check_ok(snakemake(work, "-n", "--configfile", "config/smoke.yaml", "hub.yaml", env=env))
+        assert accepted == []
+        assert "a dry run does not contact the Hugging Face hub" in dry.stderr
+        check_ok(snakemake(work, "--list-rules", "--configfile", "config/smoke.yaml", "hub.yaml", env=env))
+        assert accepted, "a real invocation should have probed the hub"
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        listener.close()

@@ -34,18 +34,30 @@ def scale_configs(config_dir: str | os.PathLike) -> dict[str, dict]:
     return out
 
 
-def _child(node: dict, key: str) -> dict | None:
+def _resolve(node, root: dict):
+    """``node`` with a local ``$ref`` (``#/$defs/name``) followed; the node's own description wins."""
+    if isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/"):
+        target = root
+        for part in node["$ref"][2:].split("/"):
+            target = target.get(part, {}) if isinstance(target, dict) else {}
+        return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+def _child(node: dict, key: str, root: dict | None = None) -> dict | None:
     """The schema node of ``key`` under object node ``node`` (named property, else the map's value schema)."""
+    root = root if root is not None else node
+    node = _resolve(node, root)
     if not isinstance(node, dict):
         return None
     props = node.get("properties", {})
     if key in props:
-        return props[key]
+        return _resolve(props[key], root)
     extra = node.get("additionalProperties")
     if isinstance(extra, dict):
-        return extra
+        return _resolve(extra, root)
     for branch in node.get("oneOf", []) + node.get("anyOf", []):
-        found = _child(branch, key)
+        found = _child(branch, key, root)
         if found is not None:
             return found
     return None
@@ -62,7 +74,7 @@ def _keys(schema: dict, configs: dict[str, dict]) -> list[tuple[str, dict | None
                 names += [k for k in value if k not in names]
         for name in names:
             child_values = {s: (v.get(name, _MISSING) if isinstance(v, dict) else _MISSING) for s, v in values.items()}
-            child_node = _child(node, name)
+            child_node = _child(node, name, schema)
             rows.append((".".join(path + (name,)), child_node, child_values))
             walk(path + (name,), child_node, child_values)
 

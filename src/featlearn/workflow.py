@@ -83,14 +83,36 @@ def code_hash(*relative: str) -> str:
 
 
 def hub_reachable(host: str = "huggingface.co", port: int = 443, timeout: float = 3.0) -> bool:
-    """Whether a TCP connection to the model hub opens within ``timeout`` seconds (no request is sent)."""
+    """Whether a TCP connection to the model hub opens within ``timeout`` seconds (no request is sent).
+    ``FEATLEARN_HUB_ADDRESS=host:port`` points the probe elsewhere (a proxy, or a test's listener)."""
     import socket
 
+    address = os.environ.get("FEATLEARN_HUB_ADDRESS")
+    if address:
+        host, _, port_text = address.rpartition(":")
+        port = int(port_text)
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False
+
+
+# Whether building the DAG may open a connection to the model hub (see is_dry_run: a dry run never does).
+HUB_CONTACT = {"allowed": True}
+
+
+def is_dry_run(argv: list[str]) -> bool:
+    """Whether a Snakemake command line asks for a dry run (``-n``, ``--dry-run``, ``--dryrun``, or ``n`` in a
+    cluster of short flags such as ``-np``). Snakemake does not tell the Snakefile while it is parsed."""
+    for arg in argv:
+        if arg == "--":
+            break
+        if arg in ("--dry-run", "--dryrun", "--dry_run"):
+            return True
+        if arg.startswith("-") and not arg.startswith("--") and arg[1:].isalpha() and "n" in arg[1:]:
+            return True
+    return False
 
 
 def pretrained_checkpoints(pre: dict, data_offline: bool, available=None) -> tuple[list[tuple[str, str]], list[str]]:
@@ -113,7 +135,9 @@ def pretrained_checkpoints(pre: dict, data_offline: bool, available=None) -> tup
     keep, why, reachable = [], [], None
     for model, rev in pairs:
         ok, reason = available(model, rev, pre["cache_dir"], offline=True)  # cached?
-        if not ok and not offline:
+        if not ok and not offline and not HUB_CONTACT["allowed"]:
+            reason = f"{model}@{rev} is not cached (a dry run does not contact the Hugging Face hub)"
+        elif not ok and not offline:
             if reachable is None:
                 reachable = hub_reachable()
             ok = reachable

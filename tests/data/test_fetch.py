@@ -189,3 +189,32 @@ def test_cli_reports_data_error_without_traceback(tmp_path, capsys):
     assert code == 2
     assert "https://nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip" in err
     assert "Traceback" not in err
+
+
+def test_corrupt_mirror_error_names_the_mirror_file_not_a_temporary_copy(tmp_path):
+    mirror = tmp_path / "mirror"
+    (mirror / "toy").mkdir(parents=True)
+    bad = mirror / "toy" / "mirror_name.txt"
+    bad.write_bytes(b"not the file")
+    with pytest.raises(ChecksumError) as info:
+        fetch(raw_file(), tmp_path / "raw" / "toy.txt", mirror=mirror, mirror_dir="toy", offline=True)
+    assert f"read from mirror file {bad}:" in str(info.value)
+    assert f"replace or delete mirror file {bad}" in str(info.value)
+    assert ".toy.txt." not in str(info.value)  # the temporary folder's name
+
+
+def test_offline_error_says_which_archive_member_to_extract(tmp_path):
+    raw = raw_file(Source("https://example.org/bundle.zip", member="bundle/toy.txt"))
+    with pytest.raises(DataError) as info:
+        fetch(raw, tmp_path / "toy.txt", mirror=None, mirror_dir="toy", offline=True)
+    assert "extract bundle/toy.txt from the archive https://example.org/bundle.zip" in str(info.value)
+
+
+def test_a_download_larger_than_expected_is_stopped_before_the_checksum(tmp_path, server):
+    root, url = server
+    (root / "toy.txt").write_bytes(CONTENT * 3)  # three times the recorded size
+    dest = tmp_path / "raw" / "toy.txt"
+    with pytest.raises(DataError, match="more than the") as info:
+        fetch(raw_file(Source(f"{url}/toy.txt")), dest, offline=False)
+    assert "checksum" not in str(info.value)
+    assert not dest.exists() and leftovers(dest.parent) == []

@@ -29,6 +29,11 @@ from featlearn.workflow import (
     pretrained_checkpoints,
 )
 
+import featlearn.workflow
+
+# A dry run builds the DAG without network: uncached checkpoints are then listed as skipped.
+featlearn.workflow.HUB_CONTACT["allowed"] = not featlearn.workflow.is_dry_run(sys.argv)
+
 RESULTS = "results"
 RAW = f"{RESULTS}/data/raw"
 PREPARED_DIR = f"{RESULTS}/data/prepared"

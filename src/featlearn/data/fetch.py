@@ -27,6 +27,8 @@ from featlearn.data.registry import Checksum, RawFile, Source
 MIRROR_ENV = "FEATLEARN_DATA_MIRROR"
 OFFLINE_ENV = "FEATLEARN_OFFLINE"
 _CHUNK = 1 << 20
+# Cap on an archive download (the largest, WikiText-103, is 190 MB): stops a wrong URL from filling the disk.
+ARCHIVE_LIMIT = 2 << 30
 
 
 class DataError(RuntimeError):
@@ -45,20 +47,31 @@ def sha256_file(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
-def match_checksum(path: str | os.PathLike, raw: RawFile) -> Checksum:
-    """Return the accepted checksum that ``path`` matches, or raise ``ChecksumError``."""
+def match_checksum(path: str | os.PathLike, raw: RawFile, origin: str | None = None) -> Checksum:
+    """Return the accepted checksum that ``path`` matches, or raise ``ChecksumError`` naming ``origin`` (where
+    the bytes came from: a mirror file or a URL) rather than the temporary copy being checked."""
     digest = sha256_file(path)
     for accepted in raw.accepted:
         if digest == accepted.sha256:
             return accepted
     expected = ", ".join(a.sha256 for a in raw.accepted)
     size = os.path.getsize(path)
+    fix = (f"replace or delete {origin}" if origin and not origin.startswith(("http://", "https://"))
+           else "delete it and fetch again")
     raise ChecksumError(
-        f"checksum mismatch for {raw.dataset}/{raw.name} read from {path}: "
+        f"checksum mismatch for {raw.dataset}/{raw.name} read from {origin or path}: "
         f"sha256 {digest} ({size:,} bytes), expected {expected}"
         + (f" ({raw.canonical.size:,} bytes)" if raw.canonical.size else "")
-        + ". The file is corrupt, truncated or a different version; delete it and fetch again."
+        + f". The file is corrupt, truncated or a different version; {fix}."
     )
+
+
+def how_to_get(raw: RawFile) -> str:
+    """Where the file comes from, in words: a URL, or the member to extract from an archive at a URL."""
+    source = raw.sources[0]
+    if source.member:
+        return f"extract {source.member} from the archive {source.url}"
+    return f"download it from {source.url}"
 
 
 def resolve_mirror(configured: str | None) -> Path | None:
@@ -98,15 +111,29 @@ def _log(msg: str) -> None:
     print(f"[featlearn.data] {msg}", file=sys.stderr, flush=True)
 
 
-def _download(url: str, dest: Path, timeout: float = 60.0) -> None:
-    """Stream ``url`` into ``dest`` with progress on stderr."""
+def download_limit(raw: RawFile, source: Source) -> int:
+    """Most bytes a download of ``source`` may take before it is stopped: the largest accepted size of a direct
+    file with 1% slack, else (an archive, or no size on record) ``ARCHIVE_LIMIT``."""
+    sizes = [a.size for a in raw.accepted if a.size]
+    if source.member is None and sizes:
+        return int(max(sizes) * 1.01) + 4096
+    return ARCHIVE_LIMIT
+
+
+def _download(url: str, dest: Path, timeout: float = 60.0, limit: int = 0) -> None:
+    """Stream ``url`` into ``dest`` with progress on stderr; stop with an error past ``limit`` bytes (0: none),
+    before the checksum is even computed, so that a wrong or hostile server cannot fill the disk."""
     request = urllib.request.Request(url, headers={"User-Agent": "featlearn-data/1"})
     with urllib.request.urlopen(request, timeout=timeout) as response, open(dest, "wb") as out:
         total = int(response.headers.get("Content-Length") or 0)
+        if limit and total > limit:
+            raise DataError(f"{url} announces {total:,} bytes, more than the {limit:,} expected; not downloaded")
         done, next_report = 0, 0.1
         while chunk := response.read(_CHUNK):
             out.write(chunk)
             done += len(chunk)
+            if limit and done > limit:
+                raise DataError(f"{url} sent more than the {limit:,} bytes expected; download stopped")
             if total and done / total >= next_report:
                 _log(f"  {url}: {done / total:4.0%} of {total:,} bytes")
                 next_report += 0.1
@@ -134,12 +161,12 @@ def _extract_member(archive: Path, member: str, dest: Path) -> None:
     raise DataError(f"archive {archive.name} has no member {member}")
 
 
-def _fetch_from_source(source: Source, tmp: Path, workdir: Path) -> None:
+def _fetch_from_source(source: Source, tmp: Path, workdir: Path, limit: int = 0) -> None:
     if source.member is None:
-        _download(source.url, tmp)
+        _download(source.url, tmp, limit=limit)
         return
     archive = workdir / "archive"
-    _download(source.url, archive)
+    _download(source.url, archive, limit=limit)
     if source.archive_sha256 and sha256_file(archive) != source.archive_sha256:
         raise ChecksumError(f"archive at {source.url} does not match its documented sha256 {source.archive_sha256}")
     _extract_member(archive, source.member, tmp)
@@ -164,7 +191,8 @@ def fetch(
         if found is not None:
             _log(f"{raw.dataset}/{raw.name}: copying from mirror {found}")
             shutil.copyfile(found, tmp)
-            matched = match_checksum(tmp, raw)  # a corrupt mirror is an error, not a silent fallback
+            # a corrupt mirror is an error naming the mirror file, not a silent fallback
+            matched = match_checksum(tmp, raw, origin=f"mirror file {found}")
             os.replace(tmp, dest)
             _log(f"{raw.dataset}/{raw.name}: verified sha256 {matched.sha256[:12]}... {matched.note}".rstrip())
             return matched
@@ -173,7 +201,7 @@ def fetch(
         if offline:
             raise DataError(
                 f"{raw.dataset}/{raw.name} is not available offline: it is not in results/data/raw and "
-                f"not in the mirror ({where}). Download it from {raw.url} and put it in a mirror folder "
+                f"not in the mirror ({where}). To provide it, {how_to_get(raw)} and put it in a mirror folder "
                 f"as <mirror>/{mirror_dir}/{raw.canonical.mirror_name}, then point config key "
                 f"data.mirror (or the environment variable {MIRROR_ENV}) at that folder; or go online "
                 f"(data.offline: false, {OFFLINE_ENV}=0); or switch the dataset off "
@@ -185,8 +213,8 @@ def fetch(
             label = source.url + (f" (member {source.member})" if source.member else "")
             _log(f"{raw.dataset}/{raw.name}: downloading {label}")
             try:
-                _fetch_from_source(source, tmp, Path(workdir))
-                matched = match_checksum(tmp, raw)
+                _fetch_from_source(source, tmp, Path(workdir), limit=download_limit(raw, source))
+                matched = match_checksum(tmp, raw, origin=label)
             except (urllib.error.URLError, OSError, DataError, zipfile.BadZipFile, tarfile.TarError) as exc:
                 errors.append(f"  {label}: {exc}")
                 _log(f"{raw.dataset}/{raw.name}: failed: {exc}")
@@ -198,6 +226,6 @@ def fetch(
         raise DataError(
             f"could not fetch {raw.dataset}/{raw.name} ({where}); every source failed:\n"
             + "\n".join(errors)
-            + f"\nWithout network, put the file in a mirror folder as <mirror>/{mirror_dir}/"
+            + f"\nWithout network, {how_to_get(raw)}, put the file in a mirror folder as <mirror>/{mirror_dir}/"
             f"{raw.canonical.mirror_name} and set data.mirror or {MIRROR_ENV}."
         )
