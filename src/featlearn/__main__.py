@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 
@@ -56,7 +57,25 @@ def _scorecard(args) -> None:
     print(f"scorecard: {headline(claims)}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+# module -> the subcommands its register(sub) adds
+COMMAND_MODULES = {
+    "featlearn.pages": ("run-record", "paper-page", "compute-table"),
+    "featlearn.config_docs": ("config-docs",),
+    "featlearn.compute": ("compute",),
+    "featlearn.figure": ("figure",),
+    "featlearn.scan_snap.bench": ("scan-snap-bench",),
+    "featlearn.templates.sweeps.bench": ("templates-bench",),
+    "featlearn.lm_bench": ("lm-bench",),
+}
+
+
+def _command(argv: list[str] | None) -> str | None:
+    """The subcommand named on the command line (None when there is none, e.g. for --help)."""
+    args = sys.argv[1:] if argv is None else argv
+    return next((a for a in args if not a.startswith("-")), None)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="featlearn", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -100,35 +119,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("parts", nargs="*")
     p.set_defaults(func=_scorecard)
 
-    from featlearn.pages import register as register_pages
-
-    register_pages(sub)
-    from featlearn.config_docs import register as register_config_docs
-
-    register_config_docs(sub)
-
-    from featlearn.compute import register as register_compute
-
-    register_compute(sub)
-    from featlearn.figure import register as register_figure
-
-    register_figure(sub)
-    from featlearn.scan_snap.bench import register as register_scan_snap_bench
-
-    register_scan_snap_bench(sub)
-    from featlearn.templates.sweeps.bench import register as register_templates_bench
-
-    register_templates_bench(sub)
-    from featlearn.lm_bench import register as register_lm_bench
-
-    register_lm_bench(sub)
+    # Commands of other modules: only the module of the command being run is imported (a figure job should
+    # not pay for importing torch through the benchmark modules); --help imports them all.
+    wanted = _command(argv)
+    load_all = wanted is None or (wanted not in sub.choices and not any(wanted in c for c in COMMAND_MODULES.values()))
+    for module, commands in COMMAND_MODULES.items():
+        if load_all or wanted in commands:
+            importlib.import_module(module).register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     from featlearn.data.fetch import DataError
 
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         args.func(args)
     except DataError as exc:
