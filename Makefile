@@ -7,6 +7,8 @@
 VENV ?= .venv
 PYTHON ?= python3
 ARGS ?=
+# Exact versions the results were produced with (empty: the version ranges of pyproject.toml only).
+CONSTRAINTS ?= envs/constraints.txt
 # Rules run `python -m featlearn ...`: put the environment's python first on PATH.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
@@ -14,9 +16,9 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install -e '.[test]'
+	$(VENV)/bin/python -m pip install -e '.[test]' $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 	touch $@
 
 run: setup
