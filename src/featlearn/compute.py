@@ -62,9 +62,14 @@ def run_identity(inputs: dict, threads: int, device: str) -> dict:
 def _main(args) -> None:
     import os
 
-    import torch
+    from featlearn.devices import pin_one_gpu, resolve_device
 
-    from featlearn.devices import resolve_device
+    # several GPUs on this machine: claim one before torch starts CUDA (no-op on the CPU or with one GPU)
+    pinned = pin_one_gpu(args.device)
+    if pinned is not None:
+        print(f"featlearn: this job uses GPU {pinned} (CUDA_VISIBLE_DEVICES={pinned})", flush=True)
+
+    import torch
     from featlearn.training import IDENTITY_ENV
 
     torch.set_num_threads(args.threads)

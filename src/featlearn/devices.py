@@ -1,6 +1,22 @@
-"""Device choice: ``auto`` picks CUDA when PyTorch sees a GPU, else the CPU. Nothing requires a GPU."""
+"""Device choice: ``auto`` picks CUDA when PyTorch sees a GPU, else the CPU. Nothing requires a GPU.
+
+On a machine with several GPUs, Snakemake runs up to ``--resources gpu=N`` GPU jobs at once but does not say
+which GPU each should use. Before a job starts PyTorch, :func:`pin_one_gpu` claims one free GPU (an exclusive
+lock file per GPU, held until the job's process ends) and sets ``CUDA_VISIBLE_DEVICES`` to it, so concurrent
+jobs land on different GPUs and each sees its GPU as ``cuda:0``. Where a scheduler already gave the job one
+GPU (SLURM sets ``CUDA_VISIBLE_DEVICES``), nothing is changed.
+"""
 
 from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+LOCK_DIR_ENV = "FEATLEARN_GPU_LOCK_DIR"
+_HELD: list = []  # open lock files of the GPUs this process holds (closed when it exits)
 
 
 def resolve_device(name: str) -> str:
@@ -11,3 +27,56 @@ def resolve_device(name: str) -> str:
     if name == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device: cuda was asked for, but PyTorch sees no GPU; use device: auto or cpu")
     return name
+
+
+def visible_gpu_ids(environ=os.environ, driver_dir: str | os.PathLike = "/proc/driver/nvidia/gpus") -> list[str]:
+    """The GPUs this process may use, as ``CUDA_VISIBLE_DEVICES`` names them: that variable's list when it is
+    set, else one index per GPU the NVIDIA driver lists (read without starting CUDA)."""
+    if "CUDA_VISIBLE_DEVICES" in environ:
+        return [g.strip() for g in environ["CUDA_VISIBLE_DEVICES"].split(",") if g.strip()]
+    root = Path(driver_dir)
+    return [str(i) for i in range(len(list(root.iterdir())))] if root.is_dir() else []
+
+
+def claim_gpu(ids: list[str], lock_dir: str | os.PathLike | None = None, wait: float = 0.0, poll: float = 2.0,
+              log=lambda msg: print(msg, file=sys.stderr, flush=True)) -> str | None:
+    """Lock the first free GPU of ``ids`` for this process and return its name; wait up to ``wait`` seconds for
+    one (None if none frees up). The lock is an ``flock`` on ``<lock_dir>/gpu<id>.lock``, released when the
+    process exits, however it exits."""
+    import fcntl
+
+    folder = Path(lock_dir or os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / f"featlearn-gpus-{os.getuid()}")
+    folder.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait
+    warned = False
+    while True:
+        for gid in ids:
+            fh = open(folder / f"gpu{gid}.lock", "a+")
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                fh.close()
+                continue
+            _HELD.append(fh)
+            return gid
+        if time.monotonic() >= deadline:
+            return None
+        if not warned:
+            log(f"featlearn: all {len(ids)} GPUs ({', '.join(ids)}) are taken by other jobs; waiting for one")
+            warned = True
+        time.sleep(poll)
+
+
+def pin_one_gpu(device: str, environ=os.environ, **kw) -> str | None:
+    """Give this job one GPU of several (see the module's docstring); returns the GPU pinned, or None when there
+    was nothing to choose (CPU device, no GPU, or exactly one visible). Call before PyTorch starts CUDA."""
+    if device == "cpu":
+        return None
+    ids = visible_gpu_ids(environ, **({"driver_dir": kw.pop("driver_dir")} if "driver_dir" in kw else {}))
+    if len(ids) <= 1:
+        return None
+    gid = claim_gpu(ids, wait=kw.pop("wait", 24 * 3600.0), **kw)
+    if gid is None:
+        return None
+    environ["CUDA_VISIBLE_DEVICES"] = gid
+    return gid
