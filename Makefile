@@ -12,7 +12,7 @@ CONSTRAINTS ?= envs/constraints.txt
 # Rules run `python -m featlearn ...`: put the environment's python first on PATH.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup run smoke test lint report clean
+.PHONY: setup run smoke test test-floors lint report clean
 
 setup: $(VENV)/.installed
 
@@ -32,6 +32,13 @@ test: setup
 	ruff check src tests
 	snakemake --lint
 	pytest $(ARGS)
+
+# The lowest versions pyproject.toml allows (envs/floors.txt), in their own environment, against the unit tests.
+test-floors:
+	rm -rf .venv-floors
+	$(PYTHON) -m venv .venv-floors
+	.venv-floors/bin/python -m pip install -e '.[test]' -c envs/floors.txt
+	.venv-floors/bin/python -m pytest -m "not workflow" -p no:cacheprovider $(ARGS)
 
 report: setup
 	snakemake --report results/report.html $(ARGS)

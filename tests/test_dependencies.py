@@ -60,3 +60,16 @@ def test_conda_environment_lists_the_same_packages():
     # the rules' environment runs jobs, not Snakemake itself
     missing = sorted(n for n in _declared() if n not in listed and not n.startswith("snakemake"))
     assert missing == [], f"envs/featlearn.yaml lacks {missing}"
+
+
+def test_floors_file_is_the_floors_of_pyproject():
+    floors = {}
+    for line in (REPO / "envs" / "floors.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            floors[name.lower().replace("_", "-")] = version
+    for name, req in _declared().items():
+        lowest = [s.version for s in req.specifier if s.operator == ">="]
+        assert lowest, f"{name} has no floor in pyproject.toml"
+        assert floors.get(name) == lowest[0], f"envs/floors.txt: {name}=={floors.get(name)}, pyproject.toml: >={lowest[0]}"

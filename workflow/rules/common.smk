@@ -119,7 +119,8 @@ def other_formats(stem):
 
 
 def paper_page(paper):
-    """The paper's results page (rule paper_page): Markdown beside its results, HTML for the report."""
+    """The paper's results page, written by the paper_page rule: Markdown beside its results, HTML for the
+    report."""
     return {
         "md": f"{RESULTS}/{paper}/README.md",
         "html": f"{RESULTS}/{paper}/{paper}_results.html",
@@ -271,3 +272,71 @@ def register_paper(reg):
     PAPER_CLAIMS[reg.paper] += reg.claim_tables(PATHS)
     SKIPPED.update(reg.skipped)
     PAPER_UNCHECKED[reg.paper].update(reg.unchecked)
+
+
+# ---- what the run says about itself (rules in scorecard.smk): its record, results pages, compute table.
+from featlearn.dag import JobIndex, files_of
+
+RUN_RECORD = f"{RESULTS}/run.json"
+_JOB_INDEX = []
+_PAPER_SCALE_CONFIG = paper_scale_config(Path(workflow.basedir) / "config")
+
+
+def _jobs_of(inputs):
+    """The compute jobs (label and benchmark file) that a figure's inputs need."""
+    files = [p for value in inputs.values() for p in files_of(value)]
+    if not _JOB_INDEX:  # built once every paper has registered its jobs
+        _JOB_INDEX.append(JobIndex(REGISTERED_JOBS, PATHS))
+    return [
+        {"label": j.label, "benchmark": j.benchmark}
+        for j in _JOB_INDEX[0].upstream(files)
+    ]
+
+
+def _page_figures(paper):
+    entries = sorted(PAGE_FIGURES[paper], key=lambda e: e["order"])
+    return [
+        {
+            **{k: v for k, v in e.items() if k not in ("inputs", "draw")},
+            "jobs": _jobs_of(e["inputs"]) + [e["draw"]],
+        }
+        for e in entries
+    ]
+
+
+def page_manifest(paper):
+    """What the results page of ``paper`` lists (figures, their jobs, settings that differ from paper
+    scale, what was skipped), as JSON for the rule's command line."""
+    skipped = {
+        what: why
+        for what, why in SKIPPED.items()
+        if what.startswith(f"{paper} ")
+        or (what.startswith("dataset ") and paper in why)
+    }
+    manifest = {
+        "paper": paper,
+        "out_dir": f"{RESULTS}/{paper}",
+        "figures": _page_figures(paper),
+        "differences": config_differences(config, _PAPER_SCALE_CONFIG, paper),
+        "skipped": skipped,
+    }
+    return json.dumps(manifest, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def data_jobs():
+    """The data preparations of this run, as compute-table rows."""
+    return [
+        {"label": f"prepare {name}", "benchmark": f"{BENCH}/data/prepare_{name}.tsv"}
+        for name, on in PREPARED_ON.items()
+        if on
+    ]
+
+
+def compute_manifest():
+    papers = {p: _page_figures(p) for p in PAPERS if config["papers"][p]}
+    return json.dumps(
+        {"papers": papers, "data": data_jobs()},
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )

@@ -2,11 +2,6 @@
 # What the run says about itself: results/run.json (its record), results/<paper>/README.md (one page per
 # paper, HTML copy in the report) and results/benchmarks.md (compute, from the benchmark files).
 
-from featlearn.dag import JobIndex, files_of
-
-RUN_RECORD = f"{RESULTS}/run.json"
-_JOB_INDEX = JobIndex(REGISTERED_JOBS, PATHS)
-_PAPER_SCALE_CONFIG = paper_scale_config(Path(workflow.basedir) / "config")
 
 # Every paper file has registered what it leaves out by now: say it once, at start-up.
 for _what, _why in sorted(SKIPPED.items()):
@@ -56,63 +51,6 @@ rule scorecard:
         "python -m featlearn scorecard --out-csv {output.csv} --out-md {output.md}"
         " --out-html {output.html} --run {input.run} --skipped {params.skipped:q}"
         " {input.claims} > {log} 2>&1"
-
-
-def _jobs_of(inputs):
-    """The compute jobs (label and benchmark file) that a figure's inputs need."""
-    files = [p for value in inputs.values() for p in files_of(value)]
-    return [
-        {"label": j.label, "benchmark": j.benchmark} for j in _JOB_INDEX.upstream(files)
-    ]
-
-
-def _page_figures(paper):
-    entries = sorted(PAGE_FIGURES[paper], key=lambda e: e["order"])
-    return [
-        {
-            **{k: v for k, v in e.items() if k not in ("inputs", "draw")},
-            "jobs": _jobs_of(e["inputs"]) + [e["draw"]],
-        }
-        for e in entries
-    ]
-
-
-def page_manifest(paper):
-    """What the results page of ``paper`` lists (figures, their jobs, settings that differ from paper
-    scale, what was skipped), as JSON for the rule's command line."""
-    skipped = {
-        what: why
-        for what, why in SKIPPED.items()
-        if what.startswith(f"{paper} ")
-        or (what.startswith("dataset ") and paper in why)
-    }
-    manifest = {
-        "paper": paper,
-        "out_dir": f"{RESULTS}/{paper}",
-        "figures": _page_figures(paper),
-        "differences": config_differences(config, _PAPER_SCALE_CONFIG, paper),
-        "skipped": skipped,
-    }
-    return json.dumps(manifest, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def data_jobs():
-    """The data preparations of this run, as compute-table rows."""
-    return [
-        {"label": f"prepare {name}", "benchmark": f"{BENCH}/data/prepare_{name}.tsv"}
-        for name, on in PREPARED_ON.items()
-        if on
-    ]
-
-
-def compute_manifest():
-    papers = {p: _page_figures(p) for p in PAPERS if config["papers"][p]}
-    return json.dumps(
-        {"papers": papers, "data": data_jobs()},
-        sort_keys=True,
-        separators=(",", ":"),
-        default=str,
-    )
 
 
 rule run_record:
