@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from featlearn.registry import CHECK, TABLE, Figure, Job, PaperRegistry, Paths, Resources
+from featlearn.sizing import gpu_rate, lm_tokens, runtime_minutes
 
 PAPER = "joma"
 DYNAMICS_CODE = ("joma/dynamics.py", "joma/experiments.py")
@@ -43,6 +44,7 @@ CLAIM_IDS = {
     "7": ("fig7_step0_gaussian_*", "fig7_top_rebound_*", "fig7_bottom_below_*"),
 }
 BPTT = 35  # tutorial recipe; the uniform causal entropy bound 2.632 is for this window
+LM_BATCH = 20  # the tutorial's batch of streams (featlearn.lm.train.LMRun.batch_size)
 CHECKPOINT_SETTINGS = ("cache_dir", "window", "windows", "batch_size", "max_words", "dtype")
 
 
@@ -179,8 +181,11 @@ def registry(config: dict, paths: Paths, dataset_on) -> JomaRegistry:
         lambda wc: {**wiki_settings, **epoch_budget(wiki, wc.dataset), "dataset": wc.dataset, "n_layer": int(wc.n_layer),
                     "lr": float(wc.lr), "seed": int(wc.seed)},
         LM_CODE, stem=f"wikitext/{run_name}", threads=cfg["threads"], mem_mb=6000, gpu=True,
-        # per-depth run time: a callable resource, which Snakemake evaluates per job
-        runtime=lambda wc: 60 + 2 * int(wc.n_layer),
+        # the time limit from the run's size (featlearn.sizing): the tokens it trains on over its depth's
+        # measured GPU throughput, never below the per-depth limit that holds on a CPU at default scale
+        runtime=lambda wc: runtime_minutes(
+            lm_tokens({**wiki_settings, **epoch_budget(wiki, wc.dataset)}, wc.dataset, LM_BATCH, BPTT),
+            gpu_rate("joma_lm", int(wc.n_layer), wc.dataset), floor=60 + 2 * int(wc.n_layer)),
         inputs={k: paths.prepared("{dataset}", f) for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))},
         wildcards={"dataset": "wikitext2|wikitext103", "n_layer": r"\d+", "lr": r"[0-9.e+-]+", "seed": r"\d+"},
         work_dir=lambda wc: out("wikitext", wc.dataset, f"L{wc.n_layer}_lr{wc.lr}_s{wc.seed}.resume"),

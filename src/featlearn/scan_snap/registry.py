@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from featlearn.lm import epoch_budget
 from featlearn.registry import CHECK, Figure, Job, PaperRegistry, Paths, Resources
+from featlearn.sizing import gpu_rate, lm_tokens, runtime_minutes
 
 PAPER = "scan_snap"
 SYNTHETIC_CODE = tuple(
@@ -120,7 +121,11 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
                 stem="wikitext_{variant}",
                 code=LM_CODE,
                 threads=cfg["threads"],
-                resources=Resources(mem_mb=6000, runtime=120, gpu=True),
+                # the time limit from the run's size and its model's measured GPU throughput (featlearn.sizing),
+                # never below 2 hours (enough for the default scale on a CPU); batch 20 x bptt 35 [C]
+                resources=Resources(mem_mb=6000, gpu=True, runtime=lambda wc: runtime_minutes(
+                    lm_tokens(runs[wc.variant][1], runs[wc.variant][0], 20, 35),
+                    gpu_rate("scan_snap_lm", int(runs[wc.variant][1]["n_layer"]), runs[wc.variant][0]), floor=120)),
                 wildcards={"variant": "|".join(runs)},
                 work_dir=lambda wc: out("lm", f"{wc.variant}.resume"),
             )

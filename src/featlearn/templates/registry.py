@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from featlearn.data.registry import DATASETS
 from featlearn.registry import Figure, Job, PaperRegistry, Paths, Resources
+from featlearn.sizing import gpu_rate, lm_tokens, runtime_minutes
 
 PAPER = "templates"
 
@@ -283,7 +284,13 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
         stem="gpt2_wikitext/{dataset}/{variant}",
         code=LM_CODE,
         threads=wiki["threads"],
-        resources=Resources(mem_mb=wiki["mem_mb"], runtime=120, gpu=True),
+        # the time limit from the run's size and GPT-2's measured GPU throughput (featlearn.sizing), never
+        # below 2 hours (the default scale's small GPT on a CPU)
+        resources=Resources(mem_mb=wiki["mem_mb"], gpu=True, runtime=lambda wc: runtime_minutes(
+            # `steps`, when set, wins over `epochs` (as in the training code)
+            lm_tokens({**wiki_settings, "epochs": None} if wiki_settings.get("steps") else wiki_settings, wc.dataset,
+                      wiki["batch"], wiki["block"], bpe=wiki["tokenizer"] == "gpt2"),
+            gpu_rate("gpt2", wiki["n_layer"], wc.dataset), floor=120)),
         wildcards={"dataset": "wikitext2|wikitext103", "variant": "|".join(WIKI_VARIANTS)},
         work_dir=lambda wc: out("gpt2_wikitext", wc.dataset, f"{wc.variant}.resume"),
     )

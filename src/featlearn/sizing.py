@@ -1,0 +1,62 @@
+"""Scheduler time limits (Snakemake ``runtime``, minutes) of the long language-model jobs, from their size.
+
+A job's limit is the tokens it trains on, over a measured GPU throughput of its model, times a margin, plus
+start-up: ``START + MARGIN x EVAL x tokens / (tokens per second)``. The throughputs were measured with
+``python -m featlearn lm-bench`` at float32 on one NVIDIA H200 (JoMA and Scan and Snap WikiText-2 LMs, JoMA
+WikiText-103) or H100 (the WikiText-103 vocabulary of Scan and Snap, GPT-2) and are listed in
+``docs/performance.md``; ``EVAL`` is the share the evaluations added to the real WikiText-2 jobs there.
+``MARGIN`` covers a slower GPU than those (e.g. an A100 or a V100 at about half to a third of the speed) and
+a busy node. A job never gets less than its rule's fixed limit, which holds for the default scale on a CPU;
+a paper-scale job run on CPUs needs its limit raised by hand (``--set-resources``). Stdlib only.
+"""
+
+from __future__ import annotations
+
+import math
+
+START_MINUTES = 15
+MARGIN = 3.0
+EVAL = 1.1
+
+# Training tokens of each dataset's train split: word-level with an end-of-line token per line (this
+# project's preparation; WikiText-103 from Merity et al. 2016, Table 1, which counts the same way).
+TRAIN_TOKENS = {"wikitext2": 2_088_628, "wikitext103": 103_227_021}
+# GPT-2 BPE tokens per word-level token, measured on WikiText-2 train (2,448,382 / 2,088,628), applied to both.
+BPE_PER_WORD = 2_448_382 / 2_088_628
+
+# Tokens per second, float32, one GPU (docs/performance.md): (model, layers, dataset) -> rate.
+GPU_TOKENS_PER_S = {
+    ("joma_lm", 1, "wikitext2"): 188_876, ("joma_lm", 1, "wikitext103"): 64_541,
+    ("joma_lm", 2, "wikitext2"): 132_162, ("joma_lm", 2, "wikitext103"): 62_741,
+    ("joma_lm", 5, "wikitext2"): 67_349, ("joma_lm", 5, "wikitext103"): 57_590,
+    ("joma_lm", 10, "wikitext2"): 37_696, ("joma_lm", 10, "wikitext103"): 32_691,
+    ("scan_snap_lm", 1, "wikitext2"): 212_052, ("scan_snap_lm", 3, "wikitext2"): 104_401,
+    ("scan_snap_lm", 1, "wikitext103"): 70_029, ("scan_snap_lm", 3, "wikitext103"): 58_415,
+    ("gpt2", 12, "wikitext2"): 27_306, ("gpt2", 12, "wikitext103"): 16_327,
+}
+
+
+def gpu_rate(model: str, layers: int, dataset: str) -> float:
+    """The measured rate of the nearest measured depth of ``model`` on ``dataset`` at or above ``layers``
+    (a deeper model is slower, so this errs towards a longer limit), else the deepest one measured."""
+    depths = sorted(d for m, d, ds in GPU_TOKENS_PER_S if m == model and ds == dataset)
+    if not depths:
+        raise KeyError(f"no measured throughput for {model} on {dataset}")
+    depth = next((d for d in depths if d >= layers), depths[-1])
+    return GPU_TOKENS_PER_S[(model, depth, dataset)]
+
+
+def lm_tokens(settings: dict, dataset: str, batch: int, seq: int, bpe: bool = False) -> int:
+    """Tokens one run trains on: ``epochs`` passes over the train split, else ``iterations`` (or ``steps``)
+    batches of ``batch`` x ``seq``."""
+    if settings.get("epochs"):
+        per_epoch = TRAIN_TOKENS[dataset] * (BPE_PER_WORD if bpe else 1.0)
+        return int(settings["epochs"] * per_epoch)
+    steps = settings.get("iterations") or settings.get("steps") or 0
+    return int(steps) * batch * seq
+
+
+def runtime_minutes(tokens: int, tokens_per_s: float, floor: int) -> int:
+    """The time limit in minutes: the sized estimate, or ``floor`` when that is longer."""
+    sized = START_MINUTES + math.ceil(MARGIN * EVAL * tokens / tokens_per_s / 60)
+    return max(floor, sized)

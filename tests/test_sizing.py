@@ -1,0 +1,52 @@
+"""Time limits of the long language-model jobs come from their size: tokens trained over a measured GPU
+throughput, with the stated margin, never below the rule's CPU-scale limit."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from featlearn import sizing
+from featlearn.sizing import gpu_rate, lm_tokens, runtime_minutes
+
+
+def test_tokens_of_an_epoch_budget_and_of_a_step_budget():
+    assert lm_tokens({"epochs": 5, "iterations": 300}, "wikitext103", 20, 35) == 5 * 103_227_021
+    assert lm_tokens({"iterations": 300}, "wikitext2", 20, 35) == 300 * 20 * 35
+    assert lm_tokens({"steps": 400, "epochs": None}, "wikitext2", 8, 128) == 400 * 8 * 128
+    assert lm_tokens({"epochs": 1}, "wikitext2", 8, 1024, bpe=True) == 2_448_382
+
+
+def test_runtime_is_the_sized_estimate_or_the_floor():
+    # JoMA's 10-layer WikiText-103 run at the paper's 5 epochs: about 4.4 GPU-hours at the measured rate;
+    # 3x margin and 10% for evaluations give about 14.5 hours, far beyond the old fixed 80 minutes
+    minutes = runtime_minutes(5 * 103_227_021, gpu_rate("joma_lm", 10, "wikitext103"), floor=80)
+    expected = sizing.START_MINUTES + math.ceil(sizing.MARGIN * sizing.EVAL * 5 * 103_227_021 / 32_691 / 60)
+    assert minutes == expected and 14 * 60 < minutes < 15 * 60
+    # a default-scale run (300 iterations) keeps its rule's limit
+    assert runtime_minutes(300 * 20 * 35, gpu_rate("joma_lm", 2, "wikitext2"), floor=64) == 64
+
+
+def test_an_unmeasured_depth_takes_the_next_deeper_measured_rate():
+    assert gpu_rate("joma_lm", 3, "wikitext2") == gpu_rate("joma_lm", 5, "wikitext2")
+    assert gpu_rate("joma_lm", 24, "wikitext2") == gpu_rate("joma_lm", 10, "wikitext2")
+    with pytest.raises(KeyError):
+        gpu_rate("joma_lm", 1, "ptb")
+
+
+def test_paper_scale_dag_gives_the_wikitext103_jobs_their_hours():
+    """The registries at paper scale: every WikiText-103 LM job's limit covers its measured GPU time."""
+    from types import SimpleNamespace
+
+    from featlearn.joma.registry import registry as joma_registry
+    from featlearn.lm_bench import load_config
+    from featlearn.registry import Paths
+
+    cfg = load_config("paper")
+    reg = joma_registry(cfg, Paths("results"), dataset_on=lambda name: True)
+    job = next(j for j in reg.jobs if j.name == "joma_wikitext")
+    wc = SimpleNamespace(dataset="wikitext103", n_layer="10", lr="0.0001", seed="1")
+    assert job.resources.runtime(wc) > 10 * 60  # 5 epochs of WikiText-103 at 10 layers: hours, not 80 minutes
+    wc2 = SimpleNamespace(dataset="wikitext2", n_layer="1", lr="0.0001", seed="1")
+    assert job.resources.runtime(wc2) < job.resources.runtime(wc)
