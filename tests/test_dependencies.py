@@ -39,13 +39,19 @@ def test_every_imported_package_is_declared():
     assert missing == [], f"imported by src/featlearn but not in pyproject.toml dependencies: {missing}"
 
 
-def test_constraints_pin_every_dependency_inside_its_range():
+def _pins(path) -> dict[str, str]:
+    """``name==version`` lines of a pip constraints file: normalised name -> version."""
     pins = {}
-    for line in (REPO / "envs" / "constraints.txt").read_text().splitlines():
+    for line in path.read_text().splitlines():
         line = line.split("#")[0].strip()
         if line:
             name, _, version = line.partition("==")
             pins[name.lower().replace("_", "-")] = version
+    return pins
+
+
+def test_constraints_pin_every_dependency_inside_its_range():
+    pins = _pins(REPO / "envs" / "constraints.txt")
     for name, req in _declared().items():
         assert name in pins, f"envs/constraints.txt does not pin {name}"
         assert req.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} is outside {req.specifier}"
@@ -63,12 +69,7 @@ def test_conda_environment_lists_the_same_packages():
 
 
 def test_floors_file_is_the_floors_of_pyproject():
-    floors = {}
-    for line in (REPO / "envs" / "floors.txt").read_text().splitlines():
-        line = line.split("#")[0].strip()
-        if line:
-            name, _, version = line.partition("==")
-            floors[name.lower().replace("_", "-")] = version
+    floors = _pins(REPO / "envs" / "floors.txt")
     for name, req in _declared().items():
         lowest = [s.version for s in req.specifier if s.operator == ">="]
         assert lowest, f"{name} has no floor in pyproject.toml"
