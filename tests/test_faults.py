@@ -97,12 +97,11 @@ def _start(work: Path, log: Path, args: tuple[str, ...] = TARGET, env: dict | No
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("FEATLEARN_")}
     full_env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full_env.get("PATH", "")
     full_env.update(env or {})
-    env = full_env
     with open(log, "w") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "snakemake", "--rerun-incomplete", *args],
             cwd=work,
-            env=env,
+            env=full_env,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,

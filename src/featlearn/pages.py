@@ -344,7 +344,7 @@ def register(sub) -> None:
     p.add_argument("--run", required=True, help="the run record (results/run.json)")
     p.add_argument("--out-md", required=True)
     p.add_argument("--out-html", required=True)
-    p.set_defaults(func=lambda a: print(write_page(a.manifest, a.claims, a.run, a.out_md, a.out_html).splitlines()[4]))
+    p.set_defaults(func=lambda a: write_page(a.manifest, a.claims, a.run, a.out_md, a.out_html) and print(f"wrote {a.out_md}"))
 
     p = sub.add_parser("compute-table", help="the compute table of this run from its benchmark files")
     p.add_argument("--manifest", required=True)
