@@ -15,23 +15,11 @@ SCALES = ("default", "smoke", "paper")
 _MISSING = object()
 
 
-def _merge(base: dict, overlay: dict) -> dict:
-    out = dict(base)
-    for key, value in overlay.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
 def scale_configs(config_dir: str | os.PathLike) -> dict[str, dict]:
     """The merged config of each scale: config.yaml, and config.yaml with smoke.yaml or paper.yaml on top."""
-    import yaml
+    from featlearn.workflow import scale_config
 
-    config_dir = Path(config_dir)
-    base = yaml.safe_load((config_dir / "config.yaml").read_text())
-    out = {"default": base}
-    for scale in ("smoke", "paper"):
-        out[scale] = _merge(base, yaml.safe_load((config_dir / f"{scale}.yaml").read_text()) or {})
-    return out
+    return {scale: scale_config(scale, config_dir) for scale in SCALES}
 
 
 def _resolve(node, root: dict):

@@ -69,25 +69,11 @@ PEAK_REPEATS = 7
 # --------------------------------------------------------------------------------------- configuration
 
 
-def merge(base: dict, overlay: dict) -> dict:
-    """``overlay`` merged into a copy of ``base``, recursively (as Snakemake merges ``--configfile``)."""
-    out = dict(base)
-    for key, value in overlay.items():
-        out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
-
-
 def load_config(scale: str, config_dir: str | Path = CONFIG_DIR) -> dict:
     """config.yaml, merged with smoke.yaml or paper.yaml for those scales."""
-    import yaml
+    from featlearn.workflow import scale_config
 
-    if scale not in SCALES:
-        raise ValueError(f"unknown scale {scale!r}; expected one of {SCALES}")
-    config_dir = Path(config_dir)
-    config = yaml.safe_load((config_dir / "config.yaml").read_text())
-    if scale != "default":
-        config = merge(config, yaml.safe_load((config_dir / f"{scale}.yaml").read_text()))
-    return config
+    return scale_config(scale, config_dir)
 
 
 @dataclass(frozen=True)

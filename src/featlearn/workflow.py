@@ -172,20 +172,33 @@ def validate_config(config: dict, schema_path: str | os.PathLike) -> None:
         raise WorkflowError(f"the configuration does not match {schema_path}:\n  " + "\n  ".join(lines))
 
 
-def _merge(base: dict, overlay: dict) -> dict:
+def merge_config(base: dict, overlay: dict) -> dict:
+    """``overlay`` merged into a copy of ``base``, recursively (as Snakemake merges ``--configfile``)."""
     out = dict(base)
     for key, value in overlay.items():
-        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        out[key] = merge_config(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
     return out
+
+
+CONFIG_SCALES = ("smoke", "default", "paper")
+
+
+def scale_config(scale: str, config_dir: str | os.PathLike) -> dict:
+    """config.yaml, with smoke.yaml or paper.yaml merged on top for those scales (as ``--configfile`` does)."""
+    import yaml
+
+    if scale not in CONFIG_SCALES:
+        raise ValueError(f"unknown scale {scale!r}; expected one of {CONFIG_SCALES}")
+    config_dir = Path(config_dir)
+    config = yaml.safe_load((config_dir / "config.yaml").read_text())
+    if scale != "default":
+        config = merge_config(config, yaml.safe_load((config_dir / f"{scale}.yaml").read_text()) or {})
+    return config
 
 
 def paper_scale_config(config_dir: str | os.PathLike) -> dict:
     """config.yaml with paper.yaml merged on top, as ``--configfile config/paper.yaml`` gives it."""
-    import yaml
-
-    config_dir = Path(config_dir)
-    base = yaml.safe_load((config_dir / "config.yaml").read_text())
-    return _merge(base, yaml.safe_load((config_dir / "paper.yaml").read_text()) or {})
+    return scale_config("paper", config_dir)
 
 
 def _leaves(value, prefix: str) -> dict:
