@@ -265,6 +265,27 @@ def test_adjectives_negation_phrases_and_synthetic_positions():
     assert sorted(adj["unit"]) == ["bad", "dull", "good", "great"]
     rows = FIXTURE + [(0, "not good at all"), (1, "never dull"), (0, "not good at all"), (1, "hardly"), (1, "not " + "x " * 10)]
     assert extract.negation_phrases(rows) == [(0, "not good at all"), (1, "never dull")]
+
+
+def test_negation_nodes_keep_negations_that_flip_their_sub_phrase():
+    from featlearn.data.parsers import parse_tree
+
+    trees = [parse_tree(t) for t in (
+        "(1 (2 It) (1 (1 (2 not) (3 good)) (2 .)))",  # "not good" (negative) over "good" (positive): kept
+        "(3 (2 not) (1 bad))",  # "not bad" (positive) over "bad" (negative): kept
+        "(1 (2 not) (1 awful))",  # "awful" is only ever negative: no flip
+        "(1 (2 Not) (3 nice))",  # cased: "Not" is not a negator
+        "(1 (2 never) (3 (3 a) (3 (3 good) (3 film))))",  # 4 words, over max_words = 3
+        "(3 (2 not) (1 bad))",  # a repeat keeps the first
+    )]
+    assert extract.negation_nodes(trees, max_words=3) == [(0, "not good"), (1, "not bad")]
+    assert (0, "never a good film") in extract.negation_nodes(trees + [parse_tree("(3 (3 a) (3 (3 good) (3 film)))")], max_words=4)
+
+
+def test_inclusive_ratio_keeps_the_strict_floor():
+    counts = {"x": np.array([2, 6]), "y": np.array([1, 4]), "z": np.array([0, 3])}
+    assert set(extract.extract(counts, 3.0, 3)["unit"]) == {"y"}  # 6 = 3 x 2 fails "> 3 x", 3 fails "> 3"
+    assert set(extract.extract(counts, 3.0, 3, inclusive_ratio=True)["unit"]) == {"x", "y"}
     syn = extract.synthetic_position_rows(n_per_class=50, seed=3)
     assert len(syn) == 100 and sum(y for y, _ in syn) == 50
     pdf = extract.extract(extract.position_counts(syn, 4), ratio=3, min_count=2)

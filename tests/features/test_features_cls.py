@@ -14,6 +14,7 @@ import pytest
 from featlearn.compute import Context
 from featlearn.features import experiments as ex
 from featlearn.features import figures as F
+from featlearn.data.parsers import parse_tree
 from featlearn.features.extract import extract_table
 from featlearn.io import write_csv
 from featlearn.features.simulate import theory_job
@@ -25,7 +26,8 @@ ROWS = [
 ]
 EXTRACT_CFG = {
     "ratio": 3.0, "min_count": {"sst": 1, "imdb": 1, "ag_news": 1},
-    "adjectives": {"min_count": 0, "max_classes": 2}, "bigrams": {"min_count": 0}, "phrases": {"max_words": 10},
+    "adjectives": {"min_count": 0, "max_classes": 2}, "bigrams": {"min_count": 0, "inclusive_ratio": False},
+    "phrases": {"max_words": 10, "rule": "prefix"},
 }
 AG_WORDS = {0: "war", 1: "goal", 2: "stock", 3: "chip"}
 
@@ -78,6 +80,12 @@ def test_extract_table_sst_and_sstwsub():
     assert "bad film" in kinds["bigram"]
     phrases = wsub[wsub["kind"] == "phrase"].set_index("unit")
     assert phrases.loc["not bad", "polarity"] == 1 and phrases.loc["not good at all", "polarity"] == -1
+    node_cfg = {**EXTRACT_CFG, "phrases": {"max_words": 10, "rule": "node"}}
+    with pytest.raises(ValueError, match="needs the SST training trees"):
+        extract_table(node_cfg, "sstwsub", ROWS)
+    trees = [parse_tree("(3 (2 not) (1 bad))"), parse_tree("(1 (2 bad) (2 film))")]
+    nodes = extract_table(node_cfg, "sstwsub", ROWS, trees)
+    assert nodes[nodes["kind"] == "phrase"]["unit"].tolist() == ["not bad"]
 
 
 def test_adjective_filter_by_number_of_word_classes():

@@ -7,7 +7,8 @@ instances of class c. A unit is extracted for class c when
     freq(u, c) > ratio * max_{c' != c} freq(u, c')   and   freq(u, c) > min_count
 
 ([C]: rate (p - n)/(p + n) > 0.5 and p > 5 on SST, > 50 on IMDB; the paper states freq(e,+)/freq(e,-) >= 3
-with no floor, kept as ``strict=False``). Binary labels are 0 (negative) and 1 (positive); an extracted
+with no floor, kept as ``strict=False``; ``inclusive_ratio`` takes the paper's ">= 3" with the strict floor,
+which is what reproduces the positive SSTwsub bigram count of Table 6, see docs/features_counts.md). Binary labels are 0 (negative) and 1 (positive); an extracted
 unit's polarity is +1 or -1. Every unit also gets the continuous score log((freq(u,+) + 1)/(freq(u,-) + 1)).
 
 Adjectives (negation, Fig. 6): the same rule on SSTwsub, then a part-of-speech filter (a callable, so that
@@ -84,8 +85,10 @@ def log_odds(counts: np.ndarray) -> float:
     return math.log((counts[1] + 1) / (counts[0] + 1))
 
 
-def extract(counts: dict, ratio: float = 3.0, min_count: int = 5, strict: bool = True) -> pd.DataFrame:
-    """Units that co-occur mainly with one class (rule in the module docstring).
+def extract(counts: dict, ratio: float = 3.0, min_count: int = 5, strict: bool = True,
+            inclusive_ratio: bool = False) -> pd.DataFrame:
+    """Units that co-occur mainly with one class (rule in the module docstring). With ``inclusive_ratio``
+    the ratio test is freq >= ratio x other while the floor stays freq > min_count.
 
     Columns: ``unit``, ``cls``, ``polarity`` (binary: +1 for class 1, -1 for class 0; multi-class: 0),
     ``freq_<c>`` per class, ``total``, ``log_odds`` (binary only, else NaN). Sorted by class, then by
@@ -97,7 +100,8 @@ def extract(counts: dict, ratio: float = 3.0, min_count: int = 5, strict: bool =
         for c in range(C):
             others = np.delete(f, c).max() if C > 1 else 0
             if strict:
-                ok = f[c] > ratio * others and f[c] > min_count
+                above = f[c] >= ratio * others if inclusive_ratio else f[c] > ratio * others
+                ok = above and f[c] > min_count
             else:
                 ok = f[c] >= ratio * others and f[c] >= min_count
             if ok:
@@ -153,12 +157,44 @@ def lemminflect_adjective(token: str, max_classes: int = 0) -> bool:
 
 def negation_phrases(rows: Rows, negators: Sequence[str] = ("not", "never", "hardly"), max_words: int = 10) -> list[tuple[int, str]]:
     """Distinct labelled phrases that start with a negation word and have at most ``max_words`` words,
-    in first-seen order (Fig. 9: phrases under 11 words starting with not/never/hardly)."""
+    in first-seen order (Fig. 9: phrases under 11 words starting with not/never/hardly). The ``prefix``
+    definition of ``features.extract.phrases.rule``."""
     seen: dict[str, int] = {}
     for y, text in rows:
         toks = text.split()
         if 1 < len(toks) <= max_words and toks[0] in negators and text not in seen:
             seen[text] = y
+    return [(y, t) for t, y in seen.items()]
+
+
+def negation_nodes(trees, negators: Sequence[str] = ("not", "never", "hardly"), max_words: int = 10) -> list[tuple[int, str]]:
+    """SSTwsub negation phrases as tree nodes (the ``node`` definition of ``features.extract.phrases.rule``):
+    a non-neutral node of at most ``max_words`` words whose two children are a negation word and a
+    sub-phrase that SSTwsub labels, somewhere in the training trees, with the opposite polarity. Tokens are
+    compared as the trees write them (cased: a sentence-initial "Not" is not a negator here); the phrases
+    are returned normalised as the pipeline's text (distinct, first-seen order) with their labels.
+
+    On the SST training trees this gives 65 phrases, 17 positive and 48 negative: the counts of the paper's
+    Fig. 9 (App. C.2), which no definition by first word reproduces (docs/features_counts.md)."""
+    from featlearn.data.parsers import normalise_text, sentiment_to_binary
+
+    labels: dict[str, set[int]] = collections.defaultdict(set)
+    candidates = []
+    for tree in trees:
+        for node in tree.nodes():
+            y = sentiment_to_binary(node.label)
+            if y is None:
+                continue
+            words = node.leaves()
+            labels[" ".join(words)].add(y)
+            if len(node.children) == 2 and len(words) <= max_words:
+                head, rest = (" ".join(c.leaves()) for c in node.children)
+                if head in negators:
+                    candidates.append((y, " ".join(words), rest))
+    seen: dict[str, int] = {}
+    for y, text, rest in candidates:
+        if (1 - y) in labels[rest]:
+            seen.setdefault(normalise_text(text), y)
     return [(y, t) for t, y in seen.items()]
 
 
@@ -189,16 +225,22 @@ def _with_kind(df: pd.DataFrame, kind: str) -> pd.DataFrame:
     return df.assign(kind=kind)[["kind"] + [c for c in df.columns]]
 
 
-def extract_table(cfg: dict, dataset: str, rows: list[tuple[int, str]]) -> pd.DataFrame:
+def extract_table(cfg: dict, dataset: str, rows: list[tuple[int, str]], trees=None) -> pd.DataFrame:
     """Extracted units of one dataset's training rows. ``cfg`` holds the rule's knobs: ``ratio`` and
-    ``min_count`` per unit kind (see config ``features.extract``)."""
+    ``min_count`` per unit kind (see config ``features.extract``). SSTwsub's negation phrases under the
+    ``node`` rule need the training ``trees``."""
     ratio = cfg["ratio"]
     if dataset == "sstwsub":
-        adj_cfg, bi_cfg = cfg["adjectives"], cfg["bigrams"]
+        adj_cfg, bi_cfg, ph_cfg = cfg["adjectives"], cfg["bigrams"], cfg["phrases"]
         adjectives = extract_adjectives(rows, lambda t: lemminflect_adjective(t, adj_cfg["max_classes"]),
                                         ratio, adj_cfg["min_count"])
-        bigrams = extract(bigram_counts(rows, 2), ratio, bi_cfg["min_count"])
-        phrases = negation_phrases(rows, NEGATORS, cfg["phrases"]["max_words"])
+        bigrams = extract(bigram_counts(rows, 2), ratio, bi_cfg["min_count"], inclusive_ratio=bi_cfg["inclusive_ratio"])
+        if ph_cfg["rule"] == "node":
+            if trees is None:
+                raise ValueError("the 'node' negation-phrase rule needs the SST training trees")
+            phrases = negation_nodes(trees, NEGATORS, ph_cfg["max_words"])
+        else:
+            phrases = negation_phrases(rows, NEGATORS, ph_cfg["max_words"])
         ph = pd.DataFrame({"unit": [t for _, t in phrases], "cls": [y for y, _ in phrases]})
         ph["polarity"] = np.where(ph["cls"] == 1, 1, -1)
         parts = [_with_kind(adjectives, "adjective"), _with_kind(bigrams, "bigram"), _with_kind(ph, "phrase")]
@@ -213,8 +255,11 @@ def extract_job(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     train.tsv), written to ``outputs["extracted"]``."""
     from featlearn.data.prepare import read_classification
 
+    from featlearn.data.parsers import read_sst_trees
+
     dataset = settings["dataset"]
-    table = extract_table(settings, dataset, read_classification(inputs["train"]))
+    trees = read_sst_trees(inputs["trees"])["train"] if "trees" in inputs else None
+    table = extract_table(settings, dataset, read_classification(inputs["train"]), trees)
     write_csv(table, outputs["extracted"])
     counts = table.groupby(["kind", "cls"]).size()
     print(f"{dataset}: extracted\n{counts.to_string()}")

@@ -11,6 +11,7 @@ figure's settings are the part of the config it reads.
 
 from __future__ import annotations
 
+from featlearn.data.registry import PREPARED
 from featlearn.registry import FIGURE, TABLE, Figure, Job, PaperRegistry, Paths, Resources
 
 PAPER = "features"
@@ -185,6 +186,18 @@ def lm_char_settings(lm: dict) -> dict:
     return lm["char"] | {"n_frequent": lm["n_frequent"], "seed": lm["seed"], "dataset": LM_CHAR_DATASET}
 
 
+SST_TREES = "trainDevTestTrees_PTB.zip"
+
+
+def extract_inputs(dataset: str, paths: Paths, extract_cfg: dict) -> dict[str, str]:
+    """The extraction job's training split; for SSTwsub under the ``node`` negation-phrase rule also the SST
+    tree archive (the phrases are tree nodes, which the prepared text no longer has)."""
+    inputs = {"train": paths.prepared(dataset, "train.tsv")}
+    if dataset == "sstwsub" and extract_cfg["phrases"]["rule"] == "node":
+        inputs["trees"] = paths.raw(PREPARED["sstwsub"].raw, SST_TREES)
+    return inputs
+
+
 # ----------------------------------------------------------------------------------------------- registry
 def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
     cls, lm = config[PAPER]["cls"], config[PAPER]["lm"]
@@ -197,7 +210,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
             name="features_extract",
             paper=PAPER,
             run="featlearn.features.extract:extract_job",
-            inputs={"train": paths.prepared("{dataset}", "train.tsv")},
+            inputs=lambda wc: extract_inputs(wc.dataset, paths, cls["extract"]),
             outputs={"extracted": out("extracted", "{dataset}.csv")},
             settings=lambda wc: {**cls["extract"], "dataset": wc.dataset},
             stem="extract_{dataset}",
