@@ -4,6 +4,7 @@ profile is where Snakemake looks for it."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -103,3 +104,19 @@ def test_a_dry_run_never_contacts_the_model_hub(tmp_path):
         stop.set()
         thread.join(timeout=2)
         listener.close()
+
+
+def test_the_gpu_profile_asks_for_cuda_and_keeps_cpu_jobs_off_the_gpu(tmp_path):
+    """profiles/gpu: GPU jobs run with --device cuda (a machine without a GPU fails loudly instead of training
+    on the CPU), one GPU slot by default, and CPU-only jobs never ask for the GPU."""
+    from wfutil import REPO
+
+    work = copy_workflow(tmp_path / "wf")
+    shutil.copytree(REPO / "profiles" / "gpu", work / "profiles" / "gpu")
+    out = check_ok(snakemake(work, "-n", "-p", "--workflow-profile", "profiles/gpu", "--configfile", "config/smoke.yaml",
+                             "--", "fig_scan_snap_6", "fig_joma_4")).stdout
+    assert "--device cuda" in out and "--device auto" not in out
+    gpu = dict(re.findall(r"^rule (\w+):\n(?:.*\n)*?\s+resources:.*?gpu=(\d)", out, re.M))
+    assert gpu["scan_snap_syn_medium"] == "1" and gpu["joma_eq6"] == "0"  # a GPU job and a CPU-only one
+    profile = yaml.safe_load((REPO / "profiles" / "gpu" / "config.yaml").read_text())
+    assert profile["resources"] == {"gpu": 1}
