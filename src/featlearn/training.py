@@ -41,7 +41,7 @@ def resumable_training(
     optimizer: torch.optim.Optimizer,
     *,
     total: int,
-    step: Callable[[int], float],
+    step: Callable[[int], float | torch.Tensor],
     record: Callable[[int, float | None], None],
     eval_every: int,
     checkpoint_every: int,
@@ -58,7 +58,11 @@ def resumable_training(
     it started from. ``settings`` identifies the run: a checkpoint saved under other settings raises.
     The checkpoint is removed once the last step is done (the caller's tables are then the result), or
     with ``keep_checkpoint`` left for the caller to remove with :func:`remove_checkpoint` once its
-    results are written (for a long evaluation after the last step)."""
+    results are written (for a long evaluation after the last step).
+
+    ``step`` may return its loss as a 0-dim tensor: the running sum then stays on the device (in float64, the
+    same sum a Python float gives) and is read back only at evaluations and checkpoints, so a GPU step does
+    not wait for the host."""
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     resume = work / RESUME_FILE
@@ -89,9 +93,10 @@ def resumable_training(
         record(0, None)
     model.train()
     for i in range(start + 1, total + 1):
-        running, seen = running + step(i), seen + 1
+        loss = step(i)
+        running, seen = running + (loss.detach().double() if isinstance(loss, torch.Tensor) else loss), seen + 1
         if i % eval_every == 0 or i == total:
-            record(i, running / seen)
+            record(i, float(running) / seen)
             running, seen = 0.0, 0
             log(progress(i - start, total - i, time.perf_counter() - t0))
         if i % checkpoint_every == 0 and i < total:
@@ -106,7 +111,7 @@ def resumable_training(
                         "rng": torch.get_rng_state(),
                         "cuda_rng": torch.cuda.get_rng_state(dev) if dev.type == "cuda" else None,
                         "generators": [g.get_state() for g in generators],
-                        "running": running,
+                        "running": float(running),
                         "seen": seen,
                         "logged": save_log(),
                     },
