@@ -463,7 +463,13 @@ def draw_9(inputs: dict, cfg: dict):
     df = pd.read_csv(inputs["t0"])
     set_style()
     fig, ax = plt.subplots(figsize=(5, 3.4), layout="constrained")
-    sns.scatterplot(data=df, x="ratio_z_over_y", y="B_t0", hue="eta_z", ax=ax, palette=ordered_palette(df["eta_z"].nunique()), s=60)
+    # The points of different eta_Z coincide (that is the claim): open markers of decreasing size keep each visible.
+    etas = sorted(df["eta_z"].unique())
+    for k, (color, e) in enumerate(zip(ordered_palette(len(etas)), etas)):
+        sub = df[df["eta_z"] == e]
+        ax.scatter(sub["ratio_z_over_y"], sub["B_t0"], s=160 / (k + 1), facecolors="none", edgecolors=color, linewidths=1.6,
+                   marker="os^D"[k % 4], label=f"{e:g}")
+    ax.legend(title="$\\eta_Z$", fontsize=8)
     ax.set_xscale("log")
     ax.set_xlabel("$\\eta_Z / \\eta_Y$")
     ax.set_ylabel("$B_n(t_0)$")
