@@ -66,6 +66,7 @@ COMMAND_MODULES = {
     "featlearn.scan_snap.bench": ("scan-snap-bench",),
     "featlearn.templates.sweeps.bench": ("templates-bench",),
     "featlearn.lm_bench": ("lm-bench",),
+    "featlearn.estimate": ("estimate",),
 }
 
 

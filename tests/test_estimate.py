@@ -1,0 +1,270 @@
+"""``python -m featlearn estimate``: cost formulas against hand-computed values, the scheduler on a planted DAG,
+the probe cache, and the command end to end on the smoke config."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from featlearn import estimate as E
+
+
+# ------------------------------------------------------------------------------------------- formulas
+
+
+def test_lm_formulas_by_hand():
+    # (6 N + 6 L T d) B T with N = 1000, L = 2, T = 35, d = 200, B = 20: (6,000 + 84,000) x 700
+    assert E.lm_flops_per_step(1000, 2, 35, 200, 20) == 63_000_000
+    # 4 bytes x [P (2 + slots) + B T (L (9d + 2 d_ff + 2 H T) + 3 V)]:
+    # P = 100, Adam: 400 floats; B T = 6, one layer: 9*4 + 2*8 + 2*1*3 = 58, 3 V = 30 -> 6 x 88 = 528
+    assert E.lm_memory_bytes(100, 2, 2, 3, 1, 4, 8, 1, 10) == 4 * (400 + 528)
+    # evaluations at step 0, every 2 steps and at the end: 0, 2, 4, 6 / 0, 4, 5
+    assert E.evaluations(6, 2) == 4 and E.evaluations(5, 4) == 3
+    # features: 2 pools of 3 x 64 (3 batches each) and a rest of 70 (2 batches)
+    assert E.batches_per_epoch(2 * 192 + 70, 64, 3) == 8
+    assert E.batches_per_epoch(100, 64, 0) == 2
+
+
+def _node(rule: str, settings: dict, wildcards: dict | None = None, threads: int = 1) -> E.Node:
+    return E.Node(rule, rule, "x", wildcards or {}, settings, True, threads, "none.tsv")
+
+
+def test_joma_wikitext_cost_by_hand(tmp_path):
+    """One layer of the tutorial LM (d 200, d_ff 200, 1 head) on WikiText-2's 33,278 words, 6 steps of 20 x 35
+    tokens, evaluated at steps 0, 2, 4, 6 on 2 windows of 10 streams."""
+    settings = {"dataset": "wikitext2", "n_layer": 1, "lr": 1e-4, "seed": 1, "dropout": 0.2, "iterations": 6, "log_every": 2,
+                "checkpoint_every": 2, "val_windows": 2, "bptt": 35}
+    cost = E.lm_cost(_node("joma_wikitext", settings, {"dataset": "wikitext2"}), results=str(tmp_path))  # documented sizes
+    V = 33_278
+    layer = (200 * 600 + 600) + (200 * 200 + 200) * 3 + 4 * 200  # in_proj, out_proj, linear1, linear2, two norms
+    N = layer + 200 * V + V  # + the untied decoder
+    assert cost.steps == 6 and cost.runs == 1
+    assert cost.flops == 6 * (6 * N + 6 * 1 * 35 * 200) * 20 * 35
+    P = N + V * 200  # + the embedding
+    assert cost.memory == 4 * (P * 4 + 20 * 35 * (9 * 200 + 2 * 200 + 2 * 35) + 20 * 35 * 3 * V)
+    assert cost.eval_share == pytest.approx(4 * 2 * (10 / 20) / 3 / 6)
+
+
+def test_table1_cell_cost_by_hand():
+    """M = 100, T = 30, d = 16, d_hidden = 32, 3 blocks, C = 20 classes, 2 seeds, 20 steps: one forward per class."""
+    s = {"C": 20, "n_ch": 2, "n0": 10, "n1": 20, "seeds": [1, 2], "M": 100, "T": 30, "d": 16, "d_hidden": 32, "layers": 3,
+         "steps": 20, "batch": 128, "lr": 1e-4, "wd": 0.0, "vectorise": False}
+    cost = E.table1_cost(_node("joma_table1_cell", s))
+    block = 3 * 16 * 16 + 2 * 2 * 16 + (16 * 32 + 32) + (32 * 16 + 16)
+    p_ne = 3 * block + 16 * 20 + 20
+    assert p_ne == 6052
+    assert cost.steps == 20 and cost.runs == 2
+    assert cost.flops == 20 * 6 * p_ne * 20 * 30 * 2
+
+
+def test_scan_snap_cost_counts_every_runset():
+    s = {"seq_len": 128, "batch": 128, "iterations": 20, "num_last": [1, 3], "num_next_per_last": 2, "eta_z": [0.5, 3],
+         "ratios": [2, 10], "seeds": 2, "init": "default"}
+    cost = E.scan_snap_cost(_node("scan_snap_syn_medium", s))
+    from featlearn.scan_snap.data import SequenceClasses
+
+    Ms = [SequenceClasses(n, 2, 128).M for n in (1, 3)]
+    assert [p.runs for p in cost.parts] == [8, 8] and cost.steps == 40
+    assert cost.flops == sum(20 * 6 * 128 * M * M * 8 for M in Ms)
+
+
+def test_finetune_cost_and_probe_with_a_small_gpt2(tmp_path, monkeypatch, one_thread):
+    """A 2-layer, d 64 'checkpoint' (the Hugging Face cache is stood in for): runs, steps and FLOPs by hand, and its
+    probe trains the real TemplateGPT2 for a step."""
+    from transformers import GPT2Config, GPT2Model
+
+    monkeypatch.setattr(E, "_gpt2_config", lambda model, revision, cache_dir: GPT2Config(n_embd=64, n_layer=2, n_head=2, n_positions=16))
+    s = {"model": "gpt2", "revision": "main", "cache_dir": None, "n": [16, 100], "seeds": 2, "lr": 1e-4, "batch": 64, "epochs": 3}
+    cost = E.finetune_cost(_node("templates_gpt2_finetune", s))
+    body = GPT2Model(GPT2Config(n_embd=64, n_layer=2, n_head=2, n_positions=16))
+    p_ne = sum(p.numel() for name, p in body.named_parameters() if not name.startswith(("wte", "wpe"))) + 64 + 1
+    assert [p.steps for p in cost.parts] == [2 * 3 * 1, 2 * 3 * 2]  # ceil(16 / 64) = 1, ceil(100 / 64) = 2 per epoch
+    assert cost.runs == 4
+    assert cost.flops == 6 * 6 * p_ne * 16 * 3 + 12 * 6 * p_ne * 64 * 3  # batch min(64, n), strings of 3 tokens
+    rec = E.Prober("cpu", tmp_path / "c.json", steps=1, warmup=0).get("templates_gpt2_finetune", cost.parts[0].probe)
+    assert rec["seconds_per_step"] > 0 and rec["measured_dim"] == 16
+
+
+def test_features_cost_of_the_synthetic_job(repo, tmp_path):
+    """The L-RNN job on its own synthetic data (no prepared files): runs = activations x sigma_v x seeds, steps =
+    epochs x minibatches of the length-sorted pools, evaluation share from the dev and test sizes."""
+    from featlearn.features.experiments import synthetic_splits
+    from featlearn.features.registry import job_settings
+
+    config = E.merged_config([str(repo / "config" / "smoke.yaml")], repo / "config")
+    cfg = job_settings(config["features"]["cls"], "synthetic_lrnn", config["seed"])
+    cost = E.features_cost(_node("features_train", cfg), results=str(tmp_path))
+    rows = synthetic_splits(cfg["synthetic"])
+    n, st = len(rows["train"]), cfg["settings"]
+    assert cost.runs == len(cfg["activations"]) * len(cfg["sigma_v"]) * len(cfg["seeds"])
+    assert n <= st["batch"] * st["bucket_pool"]  # one pool: ceil(n / batch) minibatches an epoch
+    assert cost.steps == st["epochs"] * -(-n // st["batch"]) == 2 * 4  # smoke: 2 epochs of 200 instances, batch 64
+    assert cost.eval_share == pytest.approx((len(rows["dev"]) + len(rows["test"])) * (st["epochs"] + 1) / 3 / (n * st["epochs"]))
+    with pytest.raises(ValueError, match="prepared sst splits not found"):
+        E.features_cost(_node("features_train", job_settings(config["features"]["cls"], "sst_mlp", 1)), results=str(tmp_path))
+
+
+def test_sweep_cost_counts_groups_runs_and_epochs(repo):
+    """Smoke grid 8: n in (8, 32), lrs (1e-3, 1e-1), 1 seed, the vanilla transformer, 5 epochs of one minibatch
+    (n < batch 1024): one group of 2 runs per n, 5 steps each; a step's FLOPs scale with its n samples."""
+    from featlearn.templates.registry import sweep_settings
+
+    config = E.merged_config([str(repo / "config" / "smoke.yaml")], repo / "config")
+    cost = E.sweep_cost(_node("templates_sweep", sweep_settings(config["templates"], "8"), {"grid": "8"}))
+    assert [(p.runs, p.steps) for p in cost.parts] == [(2, 5), (2, 5)]
+    assert cost.runs == 4 and cost.steps == 10
+    assert cost.parts[1].flops_per_step == 4 * cost.parts[0].flops_per_step  # 32 samples against 8
+    assert [p.probe.shape["n_probe"] for p in cost.parts] == [8, 32]
+
+
+# ------------------------------------------------------------------------------------------- scheduler
+
+
+def _toy():
+    """a(3) and b(4) feed c(2); e(5) alone: GPU jobs. d(1): a CPU job alone; f(20): a CPU job after d."""
+    times = {"a": 3.0, "b": 4.0, "c": 2.0, "d": 1.0, "e": 5.0}
+    deps = {"c": ["a", "b"]}
+    gpu = {"a": True, "b": True, "c": True, "d": False, "e": True}
+    return times, deps, gpu
+
+
+def test_critical_path_of_a_planted_dag():
+    times, deps, _ = _toy()
+    assert E.critical_path(times, deps) == (6.0, ["b", "c"])
+    assert E.critical_path({**times, "f": 20.0}, {**deps, "f": ["d"]}) == (21.0, ["d", "f"])
+
+
+def test_makespan_of_a_planted_dag():
+    times, deps, gpu = _toy()
+    assert E.makespan(times, deps, gpu, 1) == 14.0  # all GPU time in a row; the CPU job beside it
+    # 2 GPUs: b (longest path) and a at 0; e at 3 when a ends; c at 4 when b ends; e ends at 8
+    assert E.makespan(times, deps, gpu, 2) == 8.0
+    assert E.makespan(times, deps, gpu, 4) == 6.0  # the critical path
+    # a long CPU job is not held back by the GPUs and sets the makespan
+    assert E.makespan({**times, "f": 20.0}, {**deps, "f": ["d"]}, {**gpu, "f": False}, 1) == 21.0
+    with pytest.raises(ValueError, match="cycle"):
+        E.makespan({"x": 1.0, "y": 1.0}, {"x": ["y"], "y": ["x"]}, {"x": True, "y": True}, 1)
+
+
+# ------------------------------------------------------------------------------------------- probe cache
+
+
+def test_probe_cache_is_keyed_by_device_and_not_probed_twice(tmp_path, monkeypatch):
+    calls = []
+
+    def fake(shape, dim, device, steps, warmup):
+        calls.append(dim)
+        return {"seconds_per_step": 0.5}
+
+    cache = tmp_path / "probes.json"
+    p = E.probe("fake", {"runs": 2, "width": 8}, "runs")
+    monkeypatch.setattr(E, "device_name", lambda device, threads: "Other GPU")
+    assert E.Prober("cpu", cache, probes={"fake": fake}).get("rule", p)["seconds_per_step"] == 0.5
+    assert calls == [2]
+    monkeypatch.setattr(E, "device_name", lambda device, threads: "This CPU")
+    first = E.Prober("cpu", cache, probes={"fake": fake})
+    assert first.get("rule", p)["seconds_per_step"] == 0.5 and first.measured == 1  # another device: probed again
+    again = E.Prober("cpu", cache, probes={"fake": fake})
+    assert again.get("rule", p)["seconds_per_step"] == 0.5 and again.measured == 0  # from the file
+    assert calls == [2, 2]
+    keys = [json.loads(k) for k in json.loads(cache.read_text())]
+    assert sorted(k["device"] for k in keys) == ["Other GPU", "This CPU"]
+    # --no-probe: a shape not in the cache is missing, nothing runs
+    other = E.probe("fake", {"runs": 3, "width": 8}, "runs")
+    assert E.Prober("cpu", cache, probe=False, probes={"fake": fake}).get("rule", other) is None
+    assert calls == [2, 2]
+
+
+def test_slow_probe_runs_reduced_and_extrapolates_linearly(tmp_path):
+    """A step of 1 + 0.5 x runs seconds: the pilot (1 run, 1.5 s) predicts 15 s for 10 runs, over the 3 s limit,
+    so the probe runs 2 runs and extrapolates through both points to the exact 6 s."""
+    def fake(shape, dim, device, steps, warmup):
+        return {"seconds_per_step": 1 + 0.5 * dim}
+
+    prober = E.Prober("cpu", tmp_path / "c.json", max_seconds=3.0, probes={"fake": fake})
+    rec = prober.get("rule", E.probe("fake", {"runs": 10}, "runs"), flops_per_step=1e12)
+    assert rec["measured_dim"] == 2 and rec["seconds_per_step"] == pytest.approx(6.0)
+    assert "extrapolated" in rec["note"]
+    failing = E.Prober("cpu", tmp_path / "other.json", probes={"bad": lambda *a: (_ for _ in ()).throw(RuntimeError("CUDA out of memory"))})
+    assert failing.get("rule", E.probe("bad", {"runs": 1}, "runs"))["error"] == "out of memory"
+    assert failing.cache == {} and failing.measured == 0  # a failure is not cached: the next run tries again
+
+
+# ------------------------------------------------------------------------------------------- the DAG
+
+
+def _offline_overlay(tmp_path):
+    overlay = tmp_path / "offline.yaml"
+    overlay.write_text("data: {offline: true, datasets: {ag_news: {enabled: false}, wikitext103: {enabled: false}}}\n")
+    return str(overlay)
+
+
+def test_dag_of_the_smoke_config_without_data(repo, tmp_path):
+    """Offline with no data: the jobs that need no dataset are all there, with the registry's dependencies."""
+    config = E.merged_config([str(repo / "config" / "smoke.yaml"), _offline_overlay(tmp_path)], repo / "config")
+    nodes = {n.label: n for n in E.build_dag(config, str(tmp_path / "results"))}
+    rules = [n.rule for n in nodes.values()]
+    from featlearn.templates.registry import GRIDS
+
+    assert rules.count("templates_sweep") == len(GRIDS) == 19
+    assert rules.count("joma_table1_cell") == 3 * 2 * 2  # the grid C x n_ch x n of config.yaml
+    for rule in ("scan_snap_syn_small", "scan_snap_adam", "scan_snap_syn_medium", "joma_eq6", "templates_calibration", "templates_checks"):
+        assert rule in rules
+    # of the data-bound jobs only the features job on its own synthetic data remains
+    bound = [label for label, n in nodes.items() if n.rule.startswith(("features_", "joma_wikitext", "scan_snap_wikitext", "data_prepare"))]
+    assert bound == ["features_train[job=synthetic_lrnn]"]
+    assert nodes["features_train[job=synthetic_lrnn]"].deps == []
+    assert set(nodes["joma_table1_cell[C=20,n0=10,n1=20,n_ch=2]"].settings["seeds"]) == {1, 2}
+
+
+@pytest.mark.shared_data
+def test_estimate_command_on_the_smoke_config(repo, tmp_path, monkeypatch, shared_data, one_thread):
+    """The command end to end with one-step probes: every compute job of the smoke DAG is a row of the Markdown,
+    the probed ones with a time."""
+    from featlearn.__main__ import main
+
+    monkeypatch.setenv("FEATLEARN_DATA_MIRROR", str(shared_data))
+    results, out, cache = tmp_path / "results", tmp_path / "estimate.md", tmp_path / "probes.json"
+    files = [str(repo / "config" / "smoke.yaml"), _offline_overlay(tmp_path)]
+    args = ["estimate", "--configfile", *files, "--out", str(out), "--cache", str(cache), "--probe-steps", "1", "--probe-warmup", "0",
+            "--max-probe-seconds", "0.2", "--device", "cpu", "--results", str(results), "--config-dir", str(repo / "config")]
+    assert main(args) == 0
+    md = out.read_text()
+    nodes = E.build_dag(E.merged_config(files, repo / "config"), str(results))
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in md.splitlines() if line.startswith("| ") and " | " in line}
+    assert {"features_train", "joma_wikitext", "scan_snap_wikitext", "templates_gpt2_wikitext", "data_prepare"} <= {n.rule for n in nodes}
+    for n in nodes:
+        assert n.label in rows, n.label
+    for n in nodes:  # every modelled job without a data dependency has a probed time
+        if n.rule in ("templates_sweep", "joma_table1_cell", "scan_snap_syn_medium", "joma_wikitext"):
+            assert re.search(r"\| probe", rows[n.label]), rows[n.label]
+            assert not rows[n.label].split(" | ")[8].startswith("—")
+    for g in (1, 2, 4):
+        assert f"makespan, {g} GPU" in md
+    assert "critical path" in md and "Critical path: " in md
+    assert json.loads(cache.read_text())  # the probes are cached for the next run
+
+
+@pytest.mark.workflow
+def test_dag_matches_snakemake_dry_run(repo, tmp_path, shared_data, monkeypatch):
+    """The estimate's jobs per rule are the compute jobs a forced Snakemake dry run of the smoke config schedules."""
+    from wfutil import copy_workflow, snakemake
+
+    work = copy_workflow(tmp_path / "wf")
+    overlay = _offline_overlay(tmp_path)
+    dry = snakemake(work, "-n", "--forceall", "--cores", "1", "--configfile", "config/smoke.yaml", overlay,
+                    env={"FEATLEARN_DATA_MIRROR": str(shared_data)})
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    stats = dry.stdout.split("Job stats:")[1].split("total")[0]
+    counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)}
+    monkeypatch.setenv("FEATLEARN_DATA_MIRROR", str(shared_data))
+    config = E.merged_config([str(repo / "config" / "smoke.yaml"), overlay], repo / "config")
+    nodes = E.build_dag(config, str(work / "results"))
+    ours: dict[str, int] = {}
+    for n in nodes:
+        ours[n.rule] = ours.get(n.rule, 0) + 1
+    assert ours.pop("data_prepare") == sum(v for k, v in counts.items() if k.startswith("data_prepare_"))
+    theirs = {k: v for k, v in counts.items() if k.split("_")[0] in ("features", "scan", "joma", "templates")}
+    assert ours == theirs
