@@ -229,7 +229,8 @@ def test_estimate_command_on_the_smoke_config(repo, tmp_path, monkeypatch, share
     results, out, cache = tmp_path / "results", tmp_path / "estimate.md", tmp_path / "probes.json"
     files = [str(repo / "config" / "smoke.yaml"), _offline_overlay(tmp_path)]
     args = ["estimate", "--configfile", *files, "--out", str(out), "--cache", str(cache), "--probe-steps", "1", "--probe-warmup", "0",
-            "--max-probe-seconds", "0.2", "--device", "cpu", "--results", str(results), "--config-dir", str(repo / "config")]
+            "--max-probe-seconds", "0.2", "--device", "cpu", "--results", str(results), "--config-dir", str(repo / "config"),
+            "--resources-out", str(tmp_path / "resources.json")]
     assert main(args) == 0
     md = out.read_text()
     nodes = E.build_dag(E.merged_config(files, repo / "config"), str(results))
@@ -245,6 +246,13 @@ def test_estimate_command_on_the_smoke_config(repo, tmp_path, monkeypatch, share
         assert f"makespan, {g} GPU" in md
     assert "critical path" in md and "Critical path: " in md
     assert json.loads(cache.read_text())  # the probes are cached for the next run
+    # the scheduler limits the workflow reads: one entry per probed job, keyed by rule and settings
+    from featlearn.sizing import resource_key
+
+    limits = json.loads((tmp_path / "resources.json").read_text())["jobs"]
+    sweep = next(n for n in nodes if n.rule == "templates_sweep")
+    entry = limits[resource_key(sweep.rule, json.dumps(sweep.settings, sort_keys=True))]
+    assert entry["job"] == sweep.label and entry["runtime"] >= 15 and entry["mem_mb"] > 1000
 
 
 @pytest.mark.workflow

@@ -50,3 +50,25 @@ def test_paper_scale_dag_gives_the_wikitext103_jobs_their_hours():
     assert job.resources.runtime(wc) > 10 * 60  # 5 epochs of WikiText-103 at 10 layers: hours, not 80 minutes
     wc2 = SimpleNamespace(dataset="wikitext2", n_layer="1", lr="0.0001", seed="1")
     assert job.resources.runtime(wc2) < job.resources.runtime(wc)
+
+
+def test_limits_from_the_estimate_never_undercut_the_rule():
+    # a job estimated at 2 hours with a 3 GiB peak: 15 min + 3 x 120 min, and 1000 MB + 2 x 3 GiB
+    assert sizing.estimated_limits(7200.0, 3 * 2**30) == {"runtime": 15 + 360, "mem_mb": 1000 + 6144}
+    assert sizing.estimated_limits(None, None) == {}
+    key = sizing.resource_key("templates_sweep", '{"grid": "2c"}')
+    assert key.startswith("templates_sweep:") and key != sizing.resource_key("templates_sweep", '{"grid": "3c"}')
+    table = {key: {"runtime": 375, "mem_mb": 7144}}
+    assert sizing.sized(table, "templates_sweep", '{"grid": "2c"}', "runtime", 120) == 375
+    assert sizing.sized(table, "templates_sweep", '{"grid": "2c"}', "mem_mb", 16000) == 16000  # the rule's is larger
+    assert sizing.sized(table, "templates_sweep", '{"grid": "3c"}', "runtime", 120) == 120  # another job: no entry
+
+
+def test_a_missing_or_broken_estimate_file_sizes_nothing(tmp_path):
+    assert sizing.load_estimate(str(tmp_path / "absent.json")) == {}
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert sizing.load_estimate(str(bad)) == {}
+    good = tmp_path / "good.json"
+    good.write_text('{"device": "cpu", "jobs": {"a:1": {"runtime": 30}}}')
+    assert sizing.load_estimate(str(good)) == {"a:1": {"runtime": 30}}

@@ -4,6 +4,7 @@ profile is where Snakemake looks for it."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 
@@ -120,3 +121,26 @@ def test_the_gpu_profile_asks_for_cuda_and_keeps_cpu_jobs_off_the_gpu(tmp_path):
     assert gpu["scan_snap_syn_medium"] == "1" and gpu["joma_eq6"] == "0"  # a GPU job and a CPU-only one
     profile = yaml.safe_load((REPO / "profiles" / "gpu" / "config.yaml").read_text())
     assert profile["resources"] == {"gpu": 1}
+
+
+def test_the_estimate_file_sets_a_jobs_runtime_and_memory(tmp_path):
+    """results/estimate/resources.json (written by `python -m featlearn estimate`) raises the limits of the job
+    it names; other jobs keep their rule's."""
+    import importlib
+
+    from featlearn import sizing
+    from featlearn.registry import Paths
+    from featlearn.workflow import scale_config
+    from wfutil import REPO
+
+    work = copy_workflow(tmp_path / "wf")
+    config = scale_config("smoke", REPO / "config")
+    jobs = {j.name: j for j in importlib.import_module("featlearn.joma.registry").registry(config, Paths("results"), lambda n: True).jobs}
+    key = sizing.resource_key("joma_eq6", jobs["joma_eq6"].settings_json(None))
+    table = work / "results" / sizing.ESTIMATE_RESOURCES
+    table.parent.mkdir(parents=True)
+    table.write_text(json.dumps({"device": "test", "jobs": {key: {"runtime": 777, "mem_mb": 12345}}}))
+    out = check_ok(snakemake(work, "-n", "--configfile", "config/smoke.yaml", "--", "fig_joma_4", "check_joma_theorem2")).stdout
+    limits = dict(re.findall(r"^rule (\w+):\n(?:.*\n)*?\s+resources:.*?(runtime=\d+, .*?mem_mb=\d+)", out, re.M))
+    assert "runtime=777" in limits["joma_eq6"] and "mem_mb=12345" in limits["joma_eq6"], limits
+    assert "runtime=777" not in limits["joma_theorem2"], limits

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 from featlearn import PAPERS
+from featlearn.sizing import ESTIMATE_RESOURCES
 
 DEFAULT_OUT = "results/estimate.md"
 DEFAULT_CACHE = "results/estimate/probes.json"
@@ -1160,10 +1161,25 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
     return "\n".join(lines)
 
 
+def resources_table(nodes: list[Node], meta: dict) -> dict:
+    """The scheduler limits of every modelled job with an estimated time (``featlearn.sizing``), keyed by rule and
+    settings digest: what the workflow's ``runtime`` and ``mem_mb`` read where this file exists."""
+    from featlearn.sizing import estimated_limits, resource_key
+
+    jobs = {}
+    for n in nodes:
+        if n.cost is None or n.seconds is None or n.settings is None:
+            continue
+        limits = estimated_limits(n.seconds, n.cost.memory)
+        jobs[resource_key(n.rule, json.dumps(n.settings, sort_keys=True))] = {"job": n.label, "seconds": round(n.seconds, 1), **limits}
+    return {"device": meta["device_name"], "date": meta["date"], "configfiles": meta["configfiles"], "jobs": jobs}
+
+
 def run_estimate(configfiles: list[str], out: str, cache: str, device: str, probe_steps: int, probe_warmup: int,
                  probing: bool, results: str = "results", config_dir: str = "config", max_seconds: float = MAX_PROBE_STEP_SECONDS,
-                 threads: int | None = None) -> dict:
-    """Build the DAG of the merged config, estimate every job, write the Markdown to ``out``; returns the summary."""
+                 threads: int | None = None, resources_out: str | None = None) -> dict:
+    """Build the DAG of the merged config, estimate every job, write the Markdown to ``out`` and, with
+    ``resources_out``, the jobs' scheduler limits (:func:`resources_table`); returns the summary."""
     import torch
 
     from featlearn.io import write_text
@@ -1184,6 +1200,9 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
             "threads": f"{prober.threads} (--threads)" if prober.threads else "each job's declared threads"}
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     write_text(out, report(nodes, sched, meta))
+    if resources_out:
+        Path(resources_out).parent.mkdir(parents=True, exist_ok=True)
+        write_text(resources_out, json.dumps(resources_table(nodes, meta), indent=1, sort_keys=True) + "\n")
     return {"jobs": len(nodes), "nodes": nodes, **sched, "out": out}
 
 
@@ -1196,7 +1215,7 @@ def register(sub) -> None:
         device = resolve_device(args.device)
         res = run_estimate(args.configfile, args.out, args.cache, device, args.probe_steps, args.probe_warmup, not args.no_probe,
                            results=args.results, config_dir=args.config_dir, max_seconds=args.max_probe_seconds,
-                           threads=args.threads)
+                           threads=args.threads, resources_out=args.resources_out or None)
         print(f"estimate: {res['jobs']} jobs, total {duration(res['total'])}, critical path {duration(res['critical'])}, "
               + ", ".join(f"{g} GPU{'s' if g > 1 else ''} {duration(res['makespan'][g])}" for g in GPU_COUNTS)
               + (f"; {len(res['unknown'])} jobs without a time" if res["unknown"] else "") + f" -> {res['out']}")
@@ -1215,5 +1234,7 @@ def register(sub) -> None:
                    help="torch threads of every probe (default: each job's declared threads, as Snakemake gives them)")
     p.add_argument("--results", default="results", help="results folder (prepared data sizes, benchmark files, run record)")
     p.add_argument("--config-dir", default="config", help="folder of config.yaml")
+    p.add_argument("--resources-out", default=f"results/{ESTIMATE_RESOURCES}",
+                   help="per-job runtime and mem_mb from the estimate, which the workflow's resources then use ('' to skip)")
     p.set_defaults(func=run)
 

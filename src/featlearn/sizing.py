@@ -60,3 +60,51 @@ def runtime_minutes(tokens: int, tokens_per_s: float, floor: int) -> int:
     """The time limit in minutes: the sized estimate, or ``floor`` when that is longer."""
     sized = START_MINUTES + math.ceil(MARGIN * EVAL * tokens / tokens_per_s / 60)
     return max(floor, sized)
+
+
+# ------------------------------------------------------------------------------ from the estimate
+# `python -m featlearn estimate` (featlearn.estimate) measures each modelled job's time on the device it runs
+# on and writes it, per job, to <results>/estimate/resources.json. Where that file has an entry for a job
+# (same rule, same settings), the job's limits come from it: runtime START + MARGIN x the estimated seconds,
+# memory MEM_BASE_MB + MEM_MARGIN x the estimated peak bytes [D: Python with PyTorch loaded takes about 0.5 GB;
+# the peak formula counts parameters, optimiser state and saved activations only]. Never below the rule's own
+# fixed limit.
+ESTIMATE_RESOURCES = "estimate/resources.json"
+MEM_BASE_MB = 1000
+MEM_MARGIN = 2.0
+
+
+def resource_key(rule: str, settings_json: str) -> str:
+    """The key of a job in the estimate's resources file: its rule and a digest of its settings JSON (so an
+    estimate made under another config does not size this job)."""
+    import hashlib
+
+    return f"{rule}:{hashlib.sha256(settings_json.encode()).hexdigest()[:16]}"
+
+
+def estimated_limits(seconds: float | None, memory_bytes: float | None) -> dict[str, int]:
+    """Scheduler limits of one job from its estimate: ``runtime`` in minutes, ``mem_mb``; a value that was not
+    estimated is left out."""
+    out = {}
+    if seconds is not None:
+        out["runtime"] = START_MINUTES + math.ceil(MARGIN * seconds / 60)
+    if memory_bytes is not None:
+        out["mem_mb"] = MEM_BASE_MB + math.ceil(MEM_MARGIN * memory_bytes / 2**20)
+    return out
+
+
+def load_estimate(path: str) -> dict[str, dict]:
+    """The per-job limits of the estimate's resources file (empty when there is none or it cannot be read)."""
+    import json
+
+    try:
+        with open(path) as fh:
+            return json.load(fh)["jobs"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def sized(table: dict[str, dict], rule: str, settings_json: str, key: str, floor: int) -> int:
+    """``key`` (runtime or mem_mb) of a job: the estimate's value where the table has one for this job, never
+    below ``floor`` (the rule's fixed limit)."""
+    return max(floor, int(table.get(resource_key(rule, settings_json), {}).get(key, 0)))

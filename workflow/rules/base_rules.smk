@@ -25,8 +25,8 @@ for job in REGISTERED_JOBS:
             ENV
         threads: job.threads
         resources:
-            mem_mb=job.resources.mem_mb,
-            runtime=job.resources.runtime,
+            mem_mb=job_limit(job, "mem_mb"),
+            runtime=job_limit(job, "runtime"),
             gpu=1 if job_device(job) != "cpu" else 0,
         params:
             run=job.run,

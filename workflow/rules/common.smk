@@ -29,6 +29,7 @@ from featlearn.workflow import (
     pretrained_checkpoints,
 )
 
+import featlearn.sizing
 import featlearn.workflow
 
 # A dry run builds the DAG without network: uncached checkpoints are then listed as skipped.
@@ -184,6 +185,26 @@ def job_work_dir(job):
     if callable(job.work_dir):
         return job.work_dir
     return job.work_dir or ""
+
+
+# Per-job limits measured by `python -m featlearn estimate` (results/estimate/resources.json, where it exists):
+# a job's runtime and mem_mb are then the estimate's, never below the rule's own (featlearn.sizing).
+ESTIMATED = featlearn.sizing.load_estimate(
+    f"{RESULTS}/{featlearn.sizing.ESTIMATE_RESOURCES}"
+)
+
+
+def job_limit(job, key):
+    """A job's ``runtime`` or ``mem_mb``: the registry's value, or the estimate's where it is larger."""
+    own = getattr(job.resources, key)
+
+    def limit(wildcards):
+        floor = own(wildcards) if callable(own) else own
+        return featlearn.sizing.sized(
+            ESTIMATED, job.name, job.settings_json(wildcards), key, floor
+        )
+
+    return limit
 
 
 def job_device(job):
