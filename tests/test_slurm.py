@@ -1,5 +1,6 @@
 """The workflow on a real SLURM cluster: a throw-away single-node cluster (tests/slurm/cluster.sh) runs
-the Scan and Snap synthetic figures at smoke scale through ``--workflow-profile profiles/slurm``.
+the Scan and Snap synthetic figures and a GPU rule of each other paper at smoke scale through
+``--workflow-profile profiles/slurm``.
 
 Checked from the scheduler's own records (the job-completion log, and the controller's job records):
 every training job went through SLURM with the CPUs, memory, time limit, partition and GPU request its
@@ -29,9 +30,16 @@ from wfutil import copy_workflow, overlay, snakemake
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
 
 CLUSTER = Path(__file__).resolve().parent / "slurm" / "cluster.sh"
-SMOKE = ("scan_snap", "--configfile", "config/smoke.yaml")
-# The Scan and Snap rules that train or simulate (everything else of the target is a local rule).
-COMPUTE_RULES = {"scan_snap_generator", "scan_snap_syn_small", "scan_snap_adam", "scan_snap_syn_medium", "scan_snap_theory"}
+# One GPU rule of each other paper, on synthetic data (no dataset needed): a features classifier, a JoMA
+# Table 1 cell, a templates sweep grid.
+GPU_TARGETS = {
+    "features_train": "results/features/train/synthetic_lrnn/scores.csv",
+    "joma_table1_cell": "results/joma/table1/cell_C20_nch2_n10-20.csv",
+    "templates_sweep": "results/templates/sweeps/fig2c_runs.csv",
+}
+SMOKE = ("scan_snap", *GPU_TARGETS.values(), "--configfile", "config/smoke.yaml")
+# The rules that train or simulate (everything else of the targets is a local rule).
+COMPUTE_RULES = {"scan_snap_generator", "scan_snap_syn_small", "scan_snap_adam", "scan_snap_syn_medium", "scan_snap_theory", *GPU_TARGETS}
 # Resources of rules that declare none: values no rule of the target uses, so that a job that got
 # them instead of its rule's own would show.
 DEFAULTS = ("mem_mb=900", "runtime=7")
@@ -221,13 +229,18 @@ def test_training_jobs_went_through_slurm_with_declared_resources(slurm_run):
     assert _controller_record(env, by_rule["scan_snap_syn_medium"]["JobId"])["TresPerJob"] == "gres:gpu:1"
     assert by_rule["scan_snap_theory"]["ProcCnt"] == "1" and by_rule["scan_snap_syn_small"]["ProcCnt"] == "2"
     assert "mem=4000M" in by_rule["scan_snap_syn_medium"]["Tres"] and by_rule["scan_snap_syn_medium"]["TimeLimit"] == "60"
+    # a GPU rule of every paper went to the GPU partition with one GPU
+    for rule in ("scan_snap_syn_medium", *GPU_TARGETS):
+        assert by_rule[rule]["Partition"] == "gpu", (rule, by_rule[rule])
+        assert _controller_record(env, by_rule[rule]["JobId"])["TresPerJob"] == "gres:gpu:1", rule
 
 
 def test_slurm_logs_kept_per_rule(slurm_run):
     work, _, _, log = slurm_run
     for slurm_id in _submissions(log).values():
-        logs = list((work / ".snakemake" / "slurm_logs").rglob(f"{slurm_id}.log"))
-        assert len(logs) == 1 and logs[0].parent.name.startswith("rule_scan_snap_")
+        root = work / ".snakemake" / "slurm_logs"
+        logs = list(root.rglob(f"{slurm_id}.log"))  # rule_<name>/[<wildcards>/]<id>.log
+        assert len(logs) == 1 and logs[0].relative_to(root).parts[0].startswith(("rule_scan_snap_", *(f"rule_{r}" for r in GPU_TARGETS)))
         assert "Finished jobid" in logs[0].read_text() or "steps (100%) done" in logs[0].read_text()
 
 
@@ -236,7 +249,7 @@ def test_outputs_equal_local_run(slurm_run, local_run):
     tables = sorted(p.relative_to(local_run) for p in (local_run / "results" / "scan_snap").rglob("*.csv"))
     assert len(tables) >= 15
     assert tables == sorted(p.relative_to(work) for p in (work / "results" / "scan_snap").rglob("*.csv"))
-    for table in tables:
+    for table in tables + [Path(t) for t in GPU_TARGETS.values()]:
         assert (work / table).read_bytes() == (local_run / table).read_bytes(), table
     for n in (3, 4, 5, 6, 8, 9, 11, 12):
         assert (work / "results" / "figures" / "scan_snap" / f"fig{n}.png").stat().st_size > 1000
