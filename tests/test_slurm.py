@@ -212,7 +212,7 @@ def test_training_jobs_went_through_slurm_with_declared_resources(slurm_run):
         assert int(record["TimeLimit"]) == int(res["runtime"]), what
         assert re.search(rf"(^|,)mem={int(res['mem_mb'])}M(,|$)", record["Tres"]), what
         # the plugin chose the partition from profiles/slurm/partitions.yaml: GPU jobs to gpu, CPU jobs to cpu
-        # (the test cluster's one node is in both partitions, so a misrouted job would still run: this checks it)
+        # (the test cluster's cpu partition refuses GPU jobs; the records are checked as well)
         assert "slurm_partition" not in res, what
         assert record["Partition"] == ("gpu" if int(res.get("gpu", 0)) else "cpu"), what
         # rules declare their own memory and time limit; none fell back to the defaults
@@ -233,6 +233,21 @@ def test_training_jobs_went_through_slurm_with_declared_resources(slurm_run):
     for rule in ("scan_snap_syn_medium", *GPU_TARGETS):
         assert by_rule[rule]["Partition"] == "gpu", (rule, by_rule[rule])
         assert _controller_record(env, by_rule[rule]["JobId"])["TresPerJob"] == "gres:gpu:1", rule
+
+
+def test_the_cpu_partition_refuses_gpu_jobs(cluster):
+    """The test cluster's cpu partition has no GPU (job_submit.lua in tests/slurm/cluster.sh): a GPU job sent
+    there fails, so a misrouted GPU rule would fail the workflow run above."""
+    _, env = cluster
+    env = {**os.environ, **env}
+    sbatch = ["sbatch", "--wrap", "true", "--time", "1", "--mem", "100"]
+    refused = subprocess.run([*sbatch, "--partition", "cpu", "--gpus", "1"], capture_output=True, text=True, env=env, check=False)
+    assert refused.returncode != 0 and "no GPU" in refused.stderr, refused.stderr
+    default = subprocess.run([*sbatch, "--gpus", "1"], capture_output=True, text=True, env=env, check=False)  # cpu is the default
+    assert default.returncode != 0, default.stdout
+    for ok in ([*sbatch, "--partition", "gpu", "--gpus", "1"], [*sbatch, "--partition", "cpu"]):
+        accepted = subprocess.run(ok, capture_output=True, text=True, env=env, check=False)
+        assert accepted.returncode == 0 and "Submitted batch job" in accepted.stdout, accepted.stderr
 
 
 def test_slurm_logs_kept_per_rule(slurm_run):

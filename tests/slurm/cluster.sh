@@ -125,9 +125,28 @@ SlurmdTimeout=30
 # scheduled and recorded as on a GPU node, and run on the CPU (PyTorch finds no CUDA device).
 GresTypes=gpu
 NodeName=localnode NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb Gres=gpu:1 State=UNKNOWN
-# Two partitions on the one node, named as in profiles/slurm.
+# Two partitions on the one node, named as in profiles/slurm. The cpu partition is GPU-less by rule:
+# job_submit.lua (read from this file's folder) refuses a job that asks it for a GPU, so a GPU job sent
+# to the cpu partition fails at submission, as on a cluster whose cpu nodes have no GPU.
 PartitionName=cpu Nodes=localnode Default=YES MaxTime=INFINITE State=UP
 PartitionName=gpu Nodes=localnode Default=NO MaxTime=INFINITE State=UP
+JobSubmitPlugins=lua
+EOF
+    cat >"$state/job_submit.lua" <<'EOF'
+function slurm_job_submit(job_desc, part_list, submit_uid)
+   local asked = (job_desc.tres_per_job or "") .. (job_desc.tres_per_node or "") ..
+      (job_desc.tres_per_task or "") .. (job_desc.tres_per_socket or "")
+   local partition = job_desc.partition or "cpu"
+   if string.find(partition, "cpu") and string.find(asked, "gpu") then
+      slurm.log_user("partition cpu has no GPU")
+      return slurm.ERROR
+   end
+   return slurm.SUCCESS
+end
+
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+   return slurm.SUCCESS
+end
 EOF
     echo "NodeName=localnode Name=gpu File=/dev/null" >"$state/gres.conf"
     : >"$state/plugstack.conf"
