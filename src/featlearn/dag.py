@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from featlearn.registry import Figure, Job, Paths
 
@@ -94,24 +94,30 @@ class JobIndex:
         stem = job.stem.format(**wildcards) if "{" in job.stem else job.stem
         return ConcreteJob(job.name, job.paper, tuple(sorted(wildcards.items())), self.paths.benchmark(job.paper, stem))
 
-    def upstream(self, files: Iterable[str]) -> list[ConcreteJob]:
-        """Every job the files depend on, transitively, in the order first reached (no duplicates)."""
-        found: dict[ConcreteJob, None] = {}
-        todo = list(files)
-        seen_files: set[str] = set()
+    def walk(self, files: Iterable[str], inputs_of: Callable[[Job, Wildcards], list[str]] | None = None):
+        """Breadth first from ``files``: (job, wildcards, inputs) of the job that makes each file reached (each
+        file once, so a job with several outputs may come more than once), its inputs followed in turn.
+        ``inputs_of(job, wildcards)`` gives a job's inputs (default :meth:`inputs`)."""
+        inputs_of = inputs_of or self.inputs
+        todo, seen = list(files), set()
         while todo:
             path = todo.pop(0)
-            if path in seen_files:
+            if path in seen:
                 continue
-            seen_files.add(path)
+            seen.add(path)
             hit = self.producer(path)
             if hit is None:
                 continue
             job, wc = hit
-            cj = self.concrete(job, wc)
-            if cj not in found:
-                found[cj] = None
-                todo += self.inputs(job, wc)
+            inputs = inputs_of(job, wc)
+            todo += inputs
+            yield job, wc, inputs
+
+    def upstream(self, files: Iterable[str]) -> list[ConcreteJob]:
+        """Every job the files depend on, transitively, in the order first reached (no duplicates)."""
+        found: dict[ConcreteJob, None] = {}
+        for job, wc, _ in self.walk(files):
+            found.setdefault(self.concrete(job, wc), None)
         return list(found)
 
 

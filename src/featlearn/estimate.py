@@ -197,23 +197,19 @@ def build_dag(config: dict, results: str = "results") -> list[Node]:
         wf.HUB_CONTACT["allowed"] = allowed
     index = JobIndex(jobs + _data_jobs(paths, prepared_on), paths)
     nodes: dict[str, Node] = {}
-    todo, seen = list(roots), set()
-    while todo:
-        path = todo.pop(0)
-        if path in seen:
-            continue
-        seen.add(path)
-        hit = index.producer(path)
-        if hit is None:
-            continue
-        job, wc = hit
-        if job.name == "data_prepare":  # one job per prepared dataset, whichever of its files is asked for
-            wc = type(wc)(name=wc["name"], file="*")
+
+    def one_job(job, wc):  # one data_prepare job per prepared dataset, whichever of its files is asked for
+        return type(wc)(name=wc["name"], file="*") if job.name == "data_prepare" else wc
+
+    def inputs_of(job, wc) -> list[str]:
+        return files_of(job.inputs(one_job(job, wc))["raw"]) if job.name == "data_prepare" else index.inputs(job, wc)
+
+    for job, wc, inputs in index.walk(roots, inputs_of):
+        wc = one_job(job, wc)
         cj = index.concrete(job, wc)
         label = f"data_prepare[name={wc['name']}]" if job.name == "data_prepare" else cj.label
         if label in nodes:
             continue
-        inputs = index.inputs(job, wc) if job.name != "data_prepare" else files_of(job.inputs(wc)["raw"])
         deps = []
         for p in inputs:
             dep = index.producer(p)
@@ -226,7 +222,6 @@ def build_dag(config: dict, results: str = "results") -> list[Node]:
         settings = json.loads(job.settings_json(wc)) if job.name != "data_prepare" else None
         nodes[label] = Node(label, job.name, job.paper, {k: v for k, v in wc.items() if k != "file"}, settings,
                             job.resources.gpu, job.threads, cj.benchmark, sorted(set(deps)), inputs)
-        todo += inputs
     return list(nodes.values())
 
 
