@@ -240,7 +240,7 @@ def test_the_cpu_partition_refuses_gpu_jobs(cluster):
     there fails, so a misrouted GPU rule would fail the workflow run above."""
     _, env = cluster
     env = {**os.environ, **env}
-    sbatch = ["sbatch", "--wrap", "true", "--time", "1", "--mem", "100"]
+    sbatch = ["sbatch", "--wrap", "true", "--time", "1", "--mem", "100", "--output", "/dev/null"]
     refused = subprocess.run([*sbatch, "--partition", "cpu", "--gpus", "1"], capture_output=True, text=True, env=env, check=False)
     assert refused.returncode != 0 and "no GPU" in refused.stderr, refused.stderr
     default = subprocess.run([*sbatch, "--gpus", "1"], capture_output=True, text=True, env=env, check=False)  # cpu is the default
