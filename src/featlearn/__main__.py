@@ -131,7 +131,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from featlearn.allocator import keep_freed_memory
     from featlearn.data.fetch import DataError
+
+    keep_freed_memory()
 
     args = build_parser(argv).parse_args(argv)
     try:
