@@ -29,20 +29,33 @@ def test_line_palette_stops_before_the_pale_yellow():
     assert ordered_palette(1) == [ordered_palette(3)[0]]
 
 
-def _minor_labels(ax):
-    return [t.get_text() for t in ax.yaxis.get_minorticklabels() if t.get_text()]
+def _labels(ticks):
+    return [t.get_text() for t in ticks if t.get_text()]
+
+
+def _labelled_values(ax):
+    """The y values of the labelled major ticks that are in view."""
+    lo, hi = sorted(ax.get_ylim())
+    return [float(t.get_text()) for t in ax.yaxis.get_majorticklabels() if t.get_text() and lo <= t.get_position()[1] <= hi]
 
 
 def test_log_axes_over_decades_label_only_the_decades(tmp_path):
-    fig, (wide, narrow) = plt.subplots(1, 2)
+    fig, (wide, narrow, across) = plt.subplots(1, 3)
     wide.plot([1, 2], [1e-3, 1e1])
     wide.set_yscale("log")
     narrow.plot([1, 2], [2.0, 6.0])
     narrow.set_yscale("log")
+    across.plot([1, 2], [6.3, 12.5])  # one decade tick (10) in view, the data goes past it
+    across.set_yscale("log")
     save_figure(fig, tmp_path / "a.png", dpi=40)
-    assert _minor_labels(wide) == []
-    # within one decade the minor labels are the axis' only labels: kept, as plain numbers
-    assert "2" in _minor_labels(narrow) and not any("times" in t for t in _minor_labels(narrow))
+    assert _labels(wide.yaxis.get_minorticklabels()) == []
+    for ax in (narrow, across):
+        assert _labels(ax.yaxis.get_minorticklabels()) == []
+        values = _labelled_values(ax)
+        assert len(values) >= 3, values  # round plain numbers, no 2x10^0
+        assert not any("times" in t or "^" in t for t in _labels(ax.yaxis.get_majorticklabels()))
+    assert max(_labelled_values(across)) > 10  # a value above the one decade is labelled
+    assert min(_labelled_values(narrow)) <= 3 and max(_labelled_values(narrow)) >= 5
 
 
 def test_saving_twice_gives_identical_files(tmp_path):

@@ -37,11 +37,10 @@ def text_colour(image, value: float) -> str:
 
 def _quiet_log_minor_labels(fig) -> None:
     """On a log axis spanning two or more labelled decades, label only the decades (matplotlib also labels
-    minor ticks, which crowds the axis); an axis within one decade keeps its minor labels, its only ones, as
-    plain numbers (2, 3, 5 rather than 2×10⁰)."""
-    from matplotlib.ticker import FuncFormatter, NullFormatter
-
-    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    minor ticks, which crowds the axis). An axis with fewer than two decades in view gets evenly chosen round
+    ticks as plain numbers instead (6, 8, 10, 12 rather than 6x10⁰ ... 10¹ and nothing above it), so values
+    above its one decade are labelled too."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
     for ax in fig.axes:
         for axis, scale, lim in ((ax.xaxis, ax.get_xscale(), ax.get_xlim()), (ax.yaxis, ax.get_yscale(), ax.get_ylim())):
@@ -49,11 +48,10 @@ def _quiet_log_minor_labels(fig) -> None:
                 continue
             lo, hi = sorted(lim)
             majors = [t for t in axis.get_majorticklocs() if lo <= t <= hi]
-            if len(majors) >= 2:
-                axis.set_minor_formatter(NullFormatter())
-            else:
-                axis.set_major_formatter(plain)
-                axis.set_minor_formatter(plain)
+            if len(majors) < 2:
+                axis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
+                axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            axis.set_minor_formatter(NullFormatter())
 
 
 def save_figure(fig, *paths: str | os.PathLike, dpi: int = 150) -> None:
