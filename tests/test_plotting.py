@@ -65,3 +65,28 @@ def test_saving_twice_gives_identical_files(tmp_path):
         save_figure(fig, tmp_path / f"{name}.png", tmp_path / f"{name}.pdf", tmp_path / f"{name}.svg", dpi=40)
     for ext in ("png", "pdf", "svg"):
         assert (tmp_path / f"a.{ext}").read_bytes() == (tmp_path / f"b.{ext}").read_bytes()
+
+
+def test_from_zero_leaves_headroom_above_the_data():
+    from featlearn.plotting import from_zero
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 10], [11.05, 11.3], marker="o")
+    ax.axhline(11.32, ls="--")
+    from_zero(ax)
+    lo, hi = ax.get_ylim()
+    assert lo == 0
+    assert hi >= 11.32 * 1.04  # the top marker and line sit below the frame, not on it
+    ax.autoscale()
+    ax.set_ylim(bottom=0)  # what it replaced keeps only the data range's own margin: the top on the marker
+    assert ax.get_ylim()[1] < 11.32 * 1.04
+    plt.close(fig)
+
+
+def test_from_zero_on_an_empty_axis():
+    from featlearn.plotting import from_zero
+
+    fig, ax = plt.subplots()
+    from_zero(ax)
+    assert ax.get_ylim() == (0, 1.0)
+    plt.close(fig)

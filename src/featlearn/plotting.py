@@ -35,6 +35,16 @@ def text_colour(image, value: float) -> str:
     return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.45 else "white"
 
 
+def from_zero(ax, headroom: float = 0.05) -> None:
+    """A y axis from 0 to the drawn data's top plus ``headroom`` of that height, so markers at the top are not
+    cut by the frame (``set_ylim(bottom=0)`` keeps the margin of the data's own range, which is thin when the
+    values lie far above 0)."""
+    ax.relim()
+    ax.autoscale_view()
+    top = max(ax.dataLim.y1, 0.0)
+    ax.set_ylim(0, top * (1 + headroom) if top > 0 else 1.0)
+
+
 def _quiet_log_minor_labels(fig) -> None:
     """On a log axis spanning two or more labelled decades, label only the decades (matplotlib also labels
     minor ticks, which crowds the axis). An axis with fewer than two decades in view gets evenly chosen round

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from featlearn.claims import Claim, check, unchecked
-from featlearn.plotting import set_style, text_colour
+from featlearn.plotting import from_zero, set_style, text_colour
 from featlearn.templates.sweeps.selection import n_star, select_lr
 
 PAPER = "templates"
@@ -129,7 +129,7 @@ def plot_curves(runs: pd.DataFrame, fig_id: str, scale: str):
             ax_train.plot(m["n"], m["train_loss"].clip(lower=1e-8), marker="o", ms=3, color=line[0].get_color())
         if regression:
             ax.axhline(1.0, color="grey", ls="--", lw=1, label="always-0 predictor")
-        ax.set_ylim(bottom=0)
+        from_zero(ax)
         ax.set_ylabel(_metric_name(runs) if j == 0 else "")
         ax.set_title(panel or None, fontsize=9)
         ax.legend(fontsize=7)
@@ -694,7 +694,7 @@ def draw_calibration(inputs: dict, cfg: dict):
             if configured is not None:
                 ax.axvline(float(configured), color="C3", ls=":", lw=1.2, label=f"configured: {configured:g}")
             ax.set_xscale("log")
-            ax.set_ylim(bottom=0)
+            from_zero(ax)
             ax.set_ylabel(name if j == 0 else name.split(" on ")[0])
             if i == 0:
                 ax.set_title(f"{part['panel'].iloc[0]}, n = {int(part['n'].iloc[0])}", fontsize=9)
