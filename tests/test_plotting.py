@@ -58,6 +58,16 @@ def test_log_axes_over_decades_label_only_the_decades(tmp_path):
     assert min(_labelled_values(narrow)) <= 3 and max(_labelled_values(narrow)) >= 5
 
 
+def test_log_axis_near_two_decades_with_one_decade_tick_keeps_minor_labels(tmp_path):
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [0.02, 0.8])  # only 0.1 is a decade tick; round linear ticks would leave 0.02-0.2 bare
+    ax.set_yscale("log")
+    ax.set_ylim(0.015, 0.85)
+    save_figure(fig, tmp_path / "a.png", dpi=40)
+    minor = _labels(ax.yaxis.get_minorticklabels())
+    assert "0.05" in minor and "0.5" in minor
+
+
 def test_saving_twice_gives_identical_files(tmp_path):
     for name in ("a", "b"):
         fig, ax = plt.subplots()

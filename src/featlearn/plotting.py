@@ -47,9 +47,9 @@ def from_zero(ax, headroom: float = 0.05) -> None:
 
 def _quiet_log_minor_labels(fig) -> None:
     """On a log axis spanning two or more labelled decades, label only the decades (matplotlib also labels
-    minor ticks, which crowds the axis). An axis with fewer than two decades in view gets evenly chosen round
-    ticks as plain numbers instead (6, 8, 10, 12 rather than 6x10⁰ ... 10¹ and nothing above it), so values
-    above its one decade are labelled too."""
+    minor ticks, which crowds the axis). An axis spanning at most a factor 10 gets evenly chosen round ticks as
+    plain numbers instead (6, 8, 10, 12 rather than 6x10⁰ ... 10¹ and nothing above it), so values above its one
+    decade tick are labelled too; a wider axis with a single decade tick keeps its minor labels, as plain numbers."""
     from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
     for ax in fig.axes:
@@ -58,10 +58,16 @@ def _quiet_log_minor_labels(fig) -> None:
                 continue
             lo, hi = sorted(lim)
             majors = [t for t in axis.get_majorticklocs() if lo <= t <= hi]
-            if len(majors) < 2:
+            plain = FuncFormatter(lambda v, _: f"{v:g}")
+            if len(majors) >= 2:
+                axis.set_minor_formatter(NullFormatter())
+            elif 0 < lo and hi <= 10 * lo:  # at most a factor 10: round ticks are spread well even on a log axis
                 axis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
-                axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            axis.set_minor_formatter(NullFormatter())
+                axis.set_major_formatter(plain)
+                axis.set_minor_formatter(NullFormatter())
+            else:  # close to two decades with one decade tick: the minor ticks label the rest
+                axis.set_major_formatter(plain)
+                axis.set_minor_formatter(plain)
 
 
 def save_figure(fig, *paths: str | os.PathLike, dpi: int = 150) -> None:
