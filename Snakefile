@@ -33,6 +33,19 @@ include: "workflow/rules/base_rules.smk"
 include: "workflow/rules/scorecard.smk"
 
 
+# The job server (config key job_server, on in the smoke overlay) lives as long as the run.
+onstart:
+    start_job_server()
+
+
+onsuccess:
+    stop_job_server()
+
+
+onerror:
+    stop_job_server()
+
+
 rule all:
     default_target: True
     input:

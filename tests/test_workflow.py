@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -88,6 +90,34 @@ def test_results_pages_and_compute_table(smoke_run):
     table = (results / "benchmarks.md").read_text()
     assert "| templates | Fig. 15 (fig_templates_15) | 2 |" in table  # the sweep and the figure rule
     assert "**Total: " in table and "CPU-min" in table
+
+
+def test_smoke_jobs_ran_in_the_job_server_and_are_counted(smoke_run):
+    """The smoke overlay turns the job server on: compute and figure jobs ran in its workers, and the compute
+    table counts the workers' CPU time, which Snakemake's benchmark files (the client process) do not see."""
+    from featlearn.pages import read_benchmark
+
+    work, _, _ = smoke_run
+    results = work / "results"
+    assert "featlearn job server: pid" in (results / "logs" / "job_server.log").read_text()
+    log = (results / "logs" / "templates" / "sweep_fig9.log").read_text()
+    assert "ran in the job server's worker" in log and "exit status 0" in log
+    bench = results / "benchmarks" / "templates" / "sweep_fig9.tsv"
+    client_cpu = float(bench.read_text().splitlines()[1].split("\t")[-1])
+    assert (bench.parent / "sweep_fig9.tsv.server.json").is_file()
+    assert read_benchmark(bench)["cpu_s"] > client_cpu
+    assert not _server_left(work), "the job server outlived its run"
+
+
+def _server_left(work: Path) -> bool:
+    """Whether a job server started in this work folder is still alive (Linux /proc; False elsewhere)."""
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if b"job-server" in (proc / "cmdline").read_bytes() and Path(os.readlink(proc / "cwd")) == Path(work):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def test_changed_data_code_reruns_data_jobs_only(smoke_run):

@@ -67,6 +67,7 @@ COMMAND_MODULES = {
     "featlearn.templates.sweeps.bench": ("templates-bench",),
     "featlearn.lm_bench": ("lm-bench",),
     "featlearn.estimate": ("estimate",),
+    "featlearn.jobserver": ("job-server",),
 }
 
 
@@ -131,6 +132,13 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from featlearn.jobserver import run_via_server
+
+    # a job of a run with a job server: a worker forked from the warm server runs it (None: run it here)
+    status = run_via_server(sys.argv[1:] if argv is None else argv)
+    if status is not None:
+        return status
+
     from featlearn.allocator import keep_freed_memory
     from featlearn.data.fetch import DataError
 

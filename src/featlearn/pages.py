@@ -22,6 +22,7 @@ from importlib import metadata
 from pathlib import Path
 
 from featlearn.io import write_json, write_text
+from featlearn.jobserver import read_usage
 
 # Packages whose installed versions every run records.
 RECORDED_PACKAGES = (
@@ -110,7 +111,11 @@ def provenance_line(record: dict) -> str:
 
 def read_benchmark(path: str | os.PathLike) -> dict | None:
     """Wall seconds, CPU seconds and peak resident memory (MB) of one Snakemake benchmark file (the mean
-    over its rows, as ``benchmark: repeat(...)`` writes one row per repeat); None if it is absent."""
+    over its rows, as ``benchmark: repeat(...)`` writes one row per repeat); None if it is absent.
+
+    A job run by the job server (:mod:`featlearn.jobserver`) left its workers' CPU seconds and peak memory
+    beside the benchmark file, which saw only the client processes: their CPU seconds are added and the
+    peak is the larger of the two."""
     path = Path(path)
     if not path.is_file():
         return None
@@ -129,7 +134,11 @@ def read_benchmark(path: str | os.PathLike) -> dict | None:
         vals = [v for v in vals if not math.isnan(v)]
         return sum(vals) / len(vals) if vals else math.nan
 
-    return {"wall_s": mean("s"), "cpu_s": mean("cpu_time"), "max_rss_mb": mean("max_rss")}
+    result = {"wall_s": mean("s"), "cpu_s": mean("cpu_time"), "max_rss_mb": mean("max_rss")}
+    usage = read_usage(path, path.stat().st_mtime, 0.0 if math.isnan(result["wall_s"]) else result["wall_s"])
+    if usage is not None:
+        result.update(cpu_s=_sum([result["cpu_s"], usage["cpu_s"]]), max_rss_mb=_max([result["max_rss_mb"], usage["max_rss_mb"]]))
+    return result
 
 
 def _sum(values):

@@ -29,6 +29,7 @@ for job in REGISTERED_JOBS:
             runtime=job_limit(job, "runtime"),
             gpu=1 if job_device(job) != "cpu" else 0,
         params:
+            **usage_param(PATHS.benchmark(job.paper, job.stem)),
             run=job.run,
             settings=job_settings(job),
             inputs=lambda wildcards, input: named_paths(input),
@@ -40,7 +41,8 @@ for job in REGISTERED_JOBS:
             # that a job's numbers do not depend on how many cores the run was given
             torch_threads=job.threads,
         shell:
-            "python -m featlearn compute --run {params.run} --settings {params.settings:q}"
+            SERVER_ENV
+            + "python -m featlearn compute --run {params.run} --settings {params.settings:q}"
             " --inputs {params.inputs:q} --outputs {params.outputs:q} --threads {params.torch_threads}"
             " --device {params.device} --work-dir={params.work_dir:q} > {log} 2>&1"
 
@@ -63,6 +65,7 @@ for fig in REGISTERED_FIGURES:
         conda:
             ENV
         params:
+            **usage_param(PATHS.benchmark(fig.paper, fig.log_stem)),
             draw=fig.draw or "",
             claims_fn=fig.claims or "",
             inputs=lambda wildcards, input: named_paths(input),
@@ -74,7 +77,8 @@ for fig in REGISTERED_FIGURES:
             dpi=config["report"]["dpi"],
             code=code_hash(*fig.code),
         shell:
-            "python -m featlearn figure --draw={params.draw:q} --claims-fn={params.claims_fn:q}"
+            SERVER_ENV
+            + "python -m featlearn figure --draw={params.draw:q} --claims-fn={params.claims_fn:q}"
             " --inputs {params.inputs:q} --settings {params.settings:q} --figures {params.drawn:q}"
             " --claims={params.claims:q} --claim-ids {params.claim_ids:q} --scale {params.scale}"
             " --dpi {params.dpi} > {log} 2>&1"

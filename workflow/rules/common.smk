@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -14,6 +15,8 @@ if SRC not in sys.path:
     sys.path.insert(0, SRC)
 shell.prefix(
     f"export PYTHONPATH={shlex.quote(SRC)}:$(printenv PYTHONPATH || true); set -euo pipefail; "
+    # with the job server on, featlearn commands use it; "-": no benchmark file to record usage beside
+    + ("export FEATLEARN_USAGE=-; " if config["job_server"] else "")
 )
 
 from featlearn import PAPERS
@@ -29,6 +32,7 @@ from featlearn.workflow import (
     pretrained_checkpoints,
 )
 
+import featlearn.jobserver
 import featlearn.sizing
 import featlearn.workflow
 
@@ -173,6 +177,54 @@ def named_paths(files):
 # Records of every registered paper; workflow/rules/base_rules.smk turns them into rules.
 REGISTERED_JOBS = []
 REGISTERED_FIGURES = []
+
+
+# ------------------------------------------------------------------ job server (config key job_server)
+# With job_server on, the featlearn commands of a local run are forked from one warm process that has
+# imported torch and the plotting libraries once (src/featlearn/jobserver.py); the smoke overlay turns it
+# on. Rules with a benchmark file put server_env(<benchmark pattern>) before their commands, so the worker's
+# CPU time and memory are recorded beside the benchmark file, which sees only the client process (the base
+# rules, defined in a loop, take it from params.usage instead: a shell expression is evaluated again when the
+# job runs, after the loop has moved on). Only for a local run without conda or containers (the server runs
+# Snakemake's own Python).
+JOB_SERVER = {"on": config["job_server"], "handle": None}
+SERVER_ENV = (
+    f"export {featlearn.jobserver.USAGE_ENV}={{params.usage:q}}; "
+    if JOB_SERVER["on"]
+    else ""
+)
+
+
+def usage_param(benchmark):
+    """params.usage for SERVER_ENV: the job's usage file (wildcards filled in); nothing when the server is off."""
+    return {"usage": f"{benchmark}.server.json"} if JOB_SERVER["on"] else {}
+
+
+def server_env(benchmark):
+    """Shell text that names the job's usage file for the job server; empty when the server is off."""
+    if not JOB_SERVER["on"]:
+        return ""
+    path = re.sub(r"\{(\w+)(,[^}]*)?\}", r"{wildcards.\1:q}", benchmark)
+    return f"export {featlearn.jobserver.USAGE_ENV}={path}.server.json; "
+
+
+def start_job_server():
+    methods = {m.name for m in workflow.deployment_settings.deployment_method}
+    if (
+        JOB_SERVER["on"]
+        and workflow.local_exec
+        and workflow.is_main_process
+        and hasattr(os, "fork")
+        and not methods & {"CONDA", "APPTAINER"}
+    ):
+        JOB_SERVER["handle"] = featlearn.jobserver.start(
+            f"{LOGS}/job_server.log", SRC, os.getpid()
+        )
+
+
+def stop_job_server():
+    featlearn.jobserver.stop(JOB_SERVER["handle"])
+    JOB_SERVER["handle"] = None
 
 
 def job_settings(job):

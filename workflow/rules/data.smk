@@ -55,7 +55,8 @@ rule data_prepare_classification:
         seed=config["data"]["split_seed"],
         code=code_hash("data", "io.py"),
     shell:
-        "python -m featlearn data-prepare --name {wildcards.name} --raw-dir {params.raw_dir}"
+        server_env(f"{BENCH}/data/prepare_{{name}}.tsv")
+        + "python -m featlearn data-prepare --name {wildcards.name} --raw-dir {params.raw_dir}"
         " --out-dir {params.out_dir} --seed {params.seed} > {log} 2>&1"
 
 
@@ -87,7 +88,8 @@ rule data_prepare_lm:
         seed=config["data"]["split_seed"],
         code=code_hash("data", "io.py"),
     shell:
-        "python -m featlearn data-prepare --name {wildcards.name} --raw-dir {params.raw_dir}"
+        server_env(f"{BENCH}/data/prepare_{{name}}.tsv")
+        + "python -m featlearn data-prepare --name {wildcards.name} --raw-dir {params.raw_dir}"
         " --out-dir {params.out_dir} --seed {params.seed} > {log} 2>&1"
 
 
@@ -116,7 +118,8 @@ rule data_prepare_chars:
         seed=config["data"]["split_seed"],
         code=code_hash("data", "io.py"),
     shell:
-        "python -m featlearn data-prepare --name {wildcards.name} --raw-dir {params.raw_dir}"
+        server_env(f"{BENCH}/data/prepare_{{name}}.tsv")
+        + "python -m featlearn data-prepare --name {wildcards.name} --raw-dir {params.raw_dir}"
         " --out-dir {params.out_dir} --seed {params.seed} > {log} 2>&1"
 
 

@@ -55,7 +55,8 @@ if _joma_fig6 is not None:
             dpi=config["report"]["dpi"],
             code=code_hash(*_joma_fig6.code),
         shell:
-            joma_figure_command(_joma_fig6, "{output.png} {output.other}")
+            server_env(PATHS.benchmark("joma", _joma_fig6.log_stem))
+            + joma_figure_command(_joma_fig6, "{output.png} {output.other}")
             + " > {log} 2>&1; "
             + joma_figure_command(
                 _joma_fig6,
@@ -97,7 +98,8 @@ rule table_joma_1:
         code=code_hash(*_joma_table1.code),
     shell:
         # the LaTeX table: a compute step (`figure` writes a table as CSV and Markdown only)
-        joma_figure_command(_joma_table1, "{output.csv} {output.md}")
+        server_env(PATHS.benchmark("joma", _joma_table1.log_stem))
+        + joma_figure_command(_joma_table1, "{output.csv} {output.md}")
         + " > {log} 2>&1; "
         "python -m featlearn compute --run featlearn.joma.table1_figures:write_latex"
         " --settings {params.latex_settings:q} --inputs {params.inputs:q} --outputs {params.latex:q}"

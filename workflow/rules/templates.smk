@@ -65,7 +65,8 @@ rule fig_templates_6:
         code=code_hash(*TEMPLATES_GPT2_PLOT),
         claim_ids=json.dumps(list(TEMPLATES_CLAIM_IDS["6"])),
     shell:
-        "python -m featlearn figure --draw=featlearn.templates.gpt2.figures:draw_6"
+        server_env(PATHS.benchmark("templates", "fig6"))
+        + "python -m featlearn figure --draw=featlearn.templates.gpt2.figures:draw_6"
         " --inputs {params.inputs:q} --figures {output.png} {output.other}"
         " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1 &&"
         " python -m featlearn figure --draw=featlearn.templates.gpt2.figures:table_6"

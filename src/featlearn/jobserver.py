@@ -1,0 +1,436 @@
+"""The job server: many ``python -m featlearn`` jobs forked from one process that has already imported
+torch, pandas, matplotlib and seaborn (``job_server: true`` in the config; the smoke overlay sets it).
+
+Starting Python and importing PyTorch costs about 2-3 CPU-seconds per process on a laptop core, which is
+most of a smoke-scale job. With the server on, the Snakefile starts one server per local run (``onstart``)
+and every compute and figure job's command becomes a thin client:
+
+1. the client (``python -m featlearn ...``, which imports no library) connects to the server's Unix
+   socket and sends its command line, working folder, environment and its standard input, output and
+   error (the job's log) as file descriptors;
+2. the server checks that the package's code is the code it started with (else it refuses, and the client
+   runs the job itself), then forks a worker that takes over those descriptors, folder and environment
+   and runs ``featlearn.__main__.main`` on the command line, exactly as a fresh process would;
+3. when the worker ends, the server sends its exit status and resource usage (``wait4``) to the client,
+   which exits with that status.
+
+A client that dies (Ctrl-C, SIGKILL from Snakemake) closes its socket; the server then kills its worker.
+The server ends when Snakemake stops it (``onsuccess``/``onerror``) or, checked every 50 ms, when its parent
+Snakemake process is gone. When the server is unreachable or refuses, the client runs the job in its own
+process, so a job never fails because of the server.
+
+Accounting: Snakemake's ``benchmark:`` files measure the client's process tree, which does not contain
+the worker. The client therefore appends the worker's CPU seconds and peak resident memory to the file named
+by ``FEATLEARN_USAGE`` (the rules set it to ``<benchmark>.server.json``), and
+:func:`featlearn.pages.read_benchmark` adds them to what the benchmark file measured.
+
+Only on a single machine with ``fork`` (Linux, macOS); never inside a cluster job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+
+SOCKET_ENV = "FEATLEARN_JOB_SERVER"  # the server's socket path, set for the jobs of a run that has one
+USAGE_ENV = "FEATLEARN_USAGE"  # where the client writes the worker's resource usage (set per job by the rules)
+HEADER = struct.Struct("!I")  # length of the JSON request or reply that follows
+POLL_S = 0.05
+# libraries every job of the package imports sooner or later: what a worker need not import again
+# (torch._dynamo: building any torch optimizer imports it, 1.5-2.5 CPU-s)
+PRELOAD = ("torch", "torch._dynamo", "torch.profiler", "numpy", "pandas", "scipy.stats", "matplotlib.pyplot",
+           "seaborn", "yaml")
+
+
+# ------------------------------------------------------------------------------------------------ messages
+def _send(sock: socket.socket, obj: dict, fds: list[int] | None = None) -> None:
+    data = json.dumps(obj).encode()
+    head = HEADER.pack(len(data))
+    if fds:
+        socket.send_fds(sock, [head], fds)
+    else:
+        sock.sendall(head)
+    sock.sendall(data)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("the other end closed the connection")
+        buf += chunk
+    return buf
+
+
+def _recv(sock: socket.socket, with_fds: bool = False) -> tuple[dict, list[int]]:
+    fds: list[int] = []
+    if with_fds:
+        head, fds, _, _ = socket.recv_fds(sock, HEADER.size, 3)
+        if not head:
+            raise ConnectionError("the other end closed the connection")
+        head += _recv_exact(sock, HEADER.size - len(head))
+    else:
+        head = _recv_exact(sock, HEADER.size)
+    (length,) = HEADER.unpack(head)
+    return json.loads(_recv_exact(sock, length)), list(fds)
+
+
+# ------------------------------------------------------------------------------------------------ client
+def run_via_server(argv: list[str], environ=os.environ) -> int | None:
+    """Run ``python -m featlearn <argv>`` in a worker of the server named by ``FEATLEARN_JOB_SERVER``; its
+    exit status, or None when there is no server to run it (the caller then runs the job itself).
+
+    ``FEATLEARN_USAGE`` names the job's usage file (``<benchmark>.server.json``), to which the worker's usage
+    is appended, or is ``-`` for a job without a benchmark file; without it the server is not used."""
+    path = environ.get(SOCKET_ENV, "")
+    usage_path = environ.get(USAGE_ENV, "")
+    if not path or not usage_path:
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stdin = 0 if _is_open(0) else os.open(os.devnull, os.O_RDONLY)
+    try:
+        sock.connect(path)
+        _send(sock, {"argv": list(argv), "cwd": os.getcwd(), "env": dict(environ)}, [stdin, 1, 2])
+    except (OSError, ValueError):  # no server (or it is gone): nothing was started, so run the job here
+        sock.close()
+        return None
+    try:
+        reply, _ = _recv(sock)
+    except KeyboardInterrupt:  # the job was interrupted: closing the socket makes the server kill the worker
+        sock.close()
+        return 130
+    except (OSError, ConnectionError, ValueError) as exc:
+        # the server went away while its worker ran this job (the worker dies with it): the job failed, and
+        # running it again here could overlap a worker that is still writing its outputs
+        sock.close()
+        print(f"featlearn: the job server went away while running this job ({exc})", file=sys.stderr, flush=True)
+        return 1
+    sock.close()
+    if "refused" in reply:
+        print(f"featlearn: job server: {reply['refused']}; running in this process", file=sys.stderr, flush=True)
+        return None
+    if usage_path != "-":
+        _append_usage(usage_path, {"cpu_s": reply["cpu_s"], "max_rss_mb": reply["max_rss_mb"],
+                                   "finished": time.time(), "worker_pid": reply["pid"], "argv": list(argv)})
+    print(f"featlearn: ran in the job server's worker {reply['pid']}: {reply['cpu_s']:.2f} CPU-s, "
+          f"peak {reply['max_rss_mb']:.0f} MB, exit status {reply['status']}", file=sys.stderr, flush=True)
+    return int(reply["status"])
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+KEEP_S = 7 * 24 * 3600  # a usage file keeps the records of the last week (a job's earlier commands included)
+
+
+def _append_usage(path: str, record: dict) -> None:
+    """One JSON line per command run by a worker; records older than a week are dropped on the way."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    records = [r for r in _usage_records(path) if r.get("finished", 0) > record["finished"] - KEEP_S]
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in [*records, record])
+    os.replace(tmp, path)
+
+
+def _usage_records(path: str) -> list[dict]:
+    try:
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError):
+        return []
+
+
+def read_usage(benchmark: str | os.PathLike, mtime: float, wall_s: float) -> dict | None:
+    """CPU seconds (summed) and peak memory of the worker commands of the job whose benchmark file was
+    written at ``mtime`` after ``wall_s`` seconds: the records that finished within that window (Snakemake
+    writes the benchmark file as the job ends; older records are from earlier runs of the job). None when
+    the job ran no command in the server."""
+    window = [r for r in _usage_records(f"{os.fspath(benchmark)}.server.json")
+              if mtime - wall_s - 10 <= r.get("finished", 0) <= mtime + 1]
+    if not window:
+        return None
+    return {"cpu_s": sum(r["cpu_s"] for r in window), "max_rss_mb": max(r["max_rss_mb"] for r in window)}
+
+
+# ------------------------------------------------------------------------------------------------ server
+def preload() -> None:
+    """Import what the jobs import, with the figures' non-interactive backend, without starting any thread
+    of PyTorch's pools (a fork must not copy a half-used thread pool)."""
+    import importlib
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    for name in PRELOAD:
+        importlib.import_module(name)
+    # what the first table read/write and the first saved figure import or load (CSV machinery, image
+    # plugins, the font cache and the PNG/PDF/SVG writers)
+    import io
+
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    pd.read_csv(io.StringIO(pd.DataFrame({"a": [1.0], "b": ["x"]}).to_csv(index=False)))
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="x")
+    ax.legend()
+    for fmt in ("png", "pdf", "svg"):
+        fig.savefig(io.BytesIO(), format=fmt)
+    plt.close(fig)
+
+
+class Server:
+    def __init__(self, path: str, parent: int | None = None):
+        from featlearn.compute import code_fingerprint
+
+        self.path = path
+        self.parent = parent if parent is not None else os.getppid()
+        self.code = code_fingerprint()
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(path)
+        self.listener.listen(64)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.listener, selectors.EVENT_READ)
+        self.workers: dict[int, tuple[socket.socket, float]] = {}  # pid -> (client connection, start)
+        self.stopping = False
+        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
+        # Ctrl-C in the terminal reaches the whole process group: the jobs' workers stop on it, and the server
+        # ends with its run (stop() or its parent's end)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    # the worker: this process's copy after fork
+    def _become_worker(self, conn: socket.socket, request: dict, fds: list[int], server: int) -> None:
+        try:
+            _die_with_parent()
+            if os.getppid() != server:  # the server ended before the line above took effect
+                os._exit(1)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            self.selector.close()
+            self.listener.close()
+            for other, _ in self.workers.values():
+                other.close()
+            conn.close()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for target, fd in zip((0, 1, 2), fds):
+                os.dup2(fd, target)
+                os.close(fd)
+            os.chdir(request["cwd"])
+            os.environ.clear()
+            os.environ.update(request["env"])
+            os.environ.pop(SOCKET_ENV, None)  # the worker runs the job itself, and so do its subprocesses
+            # the job's PYTHONPATH, as a fresh interpreter would put it in front of the server's path
+            extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
+            sys.path[1:1] = extra
+            sys.argv = [sys.argv[0], *request["argv"]]
+            from featlearn.__main__ import main
+
+            code = main(request["argv"])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if not isinstance(exc.code, int) and exc.code is not None:
+                print(exc.code, file=sys.stderr)
+        except BaseException:  # noqa: BLE001 - a worker reports every failure as a failed job, like a process
+            import traceback
+
+            traceback.print_exc()
+            code = 1
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+    def _accept(self) -> None:
+        conn, _ = self.listener.accept()
+        try:
+            request, fds = _recv(conn, with_fds=True)
+        except (OSError, ConnectionError, ValueError):
+            conn.close()
+            return
+        from featlearn.compute import code_fingerprint
+
+        now = code_fingerprint()
+        if now != self.code or len(fds) != 3:
+            reason = (f"the package's code changed since the server started ({self.code} -> {now})"
+                      if now != self.code else "the request did not carry three file descriptors")
+            for fd in fds:
+                os.close(fd)
+            try:
+                _send(conn, {"refused": reason})
+            except OSError:
+                pass
+            conn.close()
+            return
+        server = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            self._become_worker(conn, request, fds, server)
+        for fd in fds:
+            os.close(fd)
+        self.workers[pid] = (conn, time.time())
+        self.selector.register(conn, selectors.EVENT_READ, pid)
+
+    def _client_gone(self, pid: int) -> None:
+        """The client's socket became readable: it closed (the job was killed), so kill its worker."""
+        conn, _ = self.workers[pid]
+        try:
+            if conn.recv(1, socket.MSG_PEEK):
+                return
+        except OSError:
+            pass
+        self.selector.unregister(conn)
+        _kill(pid)
+
+    def _reap(self) -> None:
+        while self.workers:
+            try:
+                pid, status, rusage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn, _ = self.workers.pop(pid, (None, 0.0))
+            if conn is None:
+                continue
+            code = os.waitstatus_to_exitcode(status)
+            reply = {
+                "status": code if code >= 0 else 128 - code,
+                "pid": pid,
+                "cpu_s": round(rusage.ru_utime + rusage.ru_stime, 3),
+                # ru_maxrss: kilobytes on Linux, bytes on macOS
+                "max_rss_mb": round(rusage.ru_maxrss / (1024 * 1024 if sys.platform == "darwin" else 1024), 2),
+            }
+            try:
+                self.selector.unregister(conn)
+            except (KeyError, ValueError):
+                pass
+            try:
+                _send(conn, reply)
+            except OSError:
+                pass
+            conn.close()
+
+    def serve(self) -> None:
+        print(f"featlearn job server: pid {os.getpid()}, socket {self.path}, code {self.code}", flush=True)
+        while not self.stopping and os.getppid() == self.parent:
+            for key, _ in self.selector.select(POLL_S):
+                if key.fileobj is self.listener:
+                    self._accept()
+                elif key.data in self.workers:
+                    self._client_gone(key.data)
+            self._reap()
+        for pid in list(self.workers):
+            _kill(pid)
+        deadline = time.time() + 5
+        while self.workers and time.time() < deadline:
+            self._reap()
+            time.sleep(POLL_S)
+        self.selector.close()
+        self.listener.close()
+        try:
+            os.remove(self.path)
+        except FileNotFoundError:
+            pass
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this worker when the server ends (prctl PR_SET_PDEATHSIG), so that no worker
+    outlives a server that was killed."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+# ------------------------------------------------------------------------------------------------ workflow
+def start(log_path: str, src: str, parent: int) -> tuple | None:
+    """Start a server for this run (the Snakefile's ``onstart``) and point the jobs at it; returns what
+    :func:`stop` needs, or None when the server did not come up within a minute (the jobs then run in their
+    own processes)."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="featlearn-jobs-")
+    path = os.path.join(folder, "server.sock")
+    os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p))
+    env.pop(SOCKET_ENV, None)
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "featlearn", "job-server", "--socket", path, "--parent", str(parent)],
+            env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        )
+    deadline = time.time() + 60
+    while not os.path.exists(path) and proc.poll() is None and time.time() < deadline:
+        time.sleep(POLL_S)
+    if not os.path.exists(path):
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+    os.environ[SOCKET_ENV] = path
+    return proc, folder
+
+
+def stop(handle: tuple | None) -> None:
+    """Stop the run's server (``onsuccess``/``onerror``) and wait for it, so that its workers' CPU time is
+    counted in the run's own (e.g. ``/usr/bin/time snakemake ...``)."""
+    import shutil
+    import subprocess
+
+    os.environ.pop(SOCKET_ENV, None)
+    if handle is None:
+        return
+    proc, folder = handle
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _main(args) -> None:
+    from featlearn.allocator import keep_freed_memory
+
+    keep_freed_memory()
+    server = Server(args.socket, parent=args.parent)  # listening at once: early clients wait for the preload
+    preload()
+    server.serve()
+
+
+def register(sub) -> None:
+    p = sub.add_parser("job-server", help="serve the jobs of one local run from one warm process (see "
+                                          "featlearn.jobserver; the workflow starts it when job_server is on)")
+    p.add_argument("--socket", required=True, help="path of the Unix socket to listen on")
+    p.add_argument("--parent", type=int, default=None,
+                   help="pid whose end ends the server (default: the parent process)")
+    p.set_defaults(func=_main)

@@ -1,0 +1,242 @@
+"""featlearn.jobserver: jobs forked from the warm server behave like jobs in their own process (output,
+exit status, working folder, environment), a killed client takes its worker with it, and the client runs
+the job itself when there is no server or the code changed since the server started."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from featlearn import jobserver
+from featlearn.pages import read_benchmark
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the job server forks")
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+# A compute job (module:function) that reports which process ran it, writes its output, and fails or waits
+# on request.
+PROBE = '''
+import os, sys, time
+def job(settings, inputs, outputs, ctx):
+    print("pid", os.getpid(), "parent", os.getppid(), "cwd", os.getcwd(), "env", os.environ.get("PROBE_VALUE"))
+    print("to stderr", file=sys.stderr)
+    if settings.get("fail"):
+        raise RuntimeError("planted failure")
+    if settings.get("wait"):
+        with open(outputs["out"] + ".pid", "w") as f:
+            f.write(str(os.getpid()))
+        time.sleep(60)
+    with open(outputs["out"], "w") as f:
+        f.write("done")
+'''
+
+
+def _env(tmp_path: Path, socket: str | None, src: Path = SRC) -> dict:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), str(tmp_path)]), PROBE_VALUE="from-client")
+    env.pop(jobserver.SOCKET_ENV, None)
+    if socket is not None:
+        env[jobserver.SOCKET_ENV] = socket
+    env[jobserver.USAGE_ENV] = str(tmp_path / "job.tsv.server.json")
+    return env
+
+
+def _job(tmp_path: Path, env: dict, **settings) -> subprocess.CompletedProcess:
+    cwd = tmp_path / "cwd"
+    cwd.mkdir(exist_ok=True)
+    cmd = [sys.executable, "-m", "featlearn", "compute", "--run", "probe_job:job", "--settings", json.dumps(settings),
+           "--outputs", json.dumps({"out": str(tmp_path / "out.txt")}), "--threads", "1", "--device", "cpu"]
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def server(tmp_path):
+    """A server for this test (its parent: this test process), with its socket path."""
+    (tmp_path / "probe_job.py").write_text(PROBE)
+    handle = _start_server(tmp_path, SRC)
+    yield handle[1]
+    _stop(handle[0])
+
+
+def _start_server(tmp_path: Path, src: Path) -> tuple[subprocess.Popen, str]:
+    sock = str(tmp_path / "s.sock")
+    env = dict(os.environ, PYTHONPATH=str(src))
+    proc = subprocess.Popen([sys.executable, "-m", "featlearn", "job-server", "--socket", sock, "--parent", str(os.getpid())],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 60
+    while not os.path.exists(sock) and time.time() < deadline:
+        assert proc.poll() is None, proc.stdout.read()
+        time.sleep(0.05)
+    return proc, sock
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def _pid_line(out: str) -> dict:
+    words = next(line for line in out.splitlines() if line.startswith("pid ")).split()
+    return dict(zip(words[::2], words[1::2]))
+
+
+def test_job_runs_in_a_worker_of_the_server(server, tmp_path):
+    res = _job(tmp_path, _env(tmp_path, server))
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "out.txt").read_text() == "done"
+    seen = _pid_line(res.stdout)  # the client's standard output is the worker's
+    assert "to stderr" in res.stderr
+    # the worker is a child of the server, not of the client, and works in the client's folder and environment
+    assert seen["parent"] != str(os.getpid())
+    assert seen["cwd"] == str(tmp_path / "cwd") and seen["env"] == "from-client"
+    assert "ran in the job server's worker " + seen["pid"] in res.stderr
+    (usage,) = [json.loads(line) for line in (tmp_path / "job.tsv.server.json").read_text().splitlines()]
+    assert usage["worker_pid"] == int(seen["pid"]) and usage["cpu_s"] > 0 and usage["max_rss_mb"] > 10
+    # a second command of the same job adds its own record
+    assert _job(tmp_path, _env(tmp_path, server)).returncode == 0
+    assert len((tmp_path / "job.tsv.server.json").read_text().splitlines()) == 2
+
+
+def test_worker_failures_are_the_jobs_exit_status(server, tmp_path):
+    env = _env(tmp_path, server)
+    failed = _job(tmp_path, env, fail=True)
+    assert failed.returncode == 1
+    assert "planted failure" in failed.stderr and "Traceback" in failed.stderr
+    bad_args = subprocess.run([sys.executable, "-m", "featlearn", "compute", "--run", "probe_job:job"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert bad_args.returncode == 2 and "required" in bad_args.stderr
+
+
+def test_killed_client_takes_its_worker_with_it(server, tmp_path):
+    env = _env(tmp_path, server)
+    cmd = [sys.executable, "-m", "featlearn", "compute", "--run", "probe_job:job", "--settings", '{"wait": true}',
+           "--outputs", json.dumps({"out": str(tmp_path / "out.txt")}), "--threads", "1", "--device", "cpu"]
+    client = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pid_file = tmp_path / "out.txt.pid"
+    deadline = time.time() + 60
+    while not pid_file.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    worker = int(pid_file.read_text())
+    assert worker != client.pid
+    client.send_signal(signal.SIGKILL)
+    client.wait()
+    deadline = time.time() + 10
+    while _alive(worker) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not _alive(worker), "the worker outlived its killed client"
+    assert not (tmp_path / "out.txt").exists()
+
+
+def test_killed_server_fails_the_job_and_takes_its_worker_with_it(tmp_path):
+    """A job whose server died mid-run fails (rerunning it in the client could overlap the worker), and the
+    worker dies with the server."""
+    (tmp_path / "probe_job.py").write_text(PROBE)
+    proc, sock = _start_server(tmp_path, SRC)
+    cmd = [sys.executable, "-m", "featlearn", "compute", "--run", "probe_job:job", "--settings", '{"wait": true}',
+           "--outputs", json.dumps({"out": str(tmp_path / "out.txt")}), "--threads", "1", "--device", "cpu"]
+    client = subprocess.Popen(cmd, cwd=tmp_path, env=_env(tmp_path, sock), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    pid_file = tmp_path / "out.txt.pid"
+    deadline = time.time() + 60
+    while not pid_file.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    worker = int(pid_file.read_text())
+    proc.kill()
+    proc.wait()
+    assert client.wait(timeout=30) == 1
+    assert "job server went away" in client.stderr.read()
+    deadline = time.time() + 10
+    while _alive(worker) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not _alive(worker)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+
+
+def test_without_a_server_the_client_runs_the_job_itself(tmp_path):
+    (tmp_path / "probe_job.py").write_text(PROBE)
+    earlier = tmp_path / "job.tsv.server.json"
+    earlier.write_text('{"cpu_s": 99, "max_rss_mb": 1, "finished": 0}\n')
+    res = _job(tmp_path, _env(tmp_path, str(tmp_path / "no-such.sock")))
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "out.txt").read_text() == "done"
+    assert "job server" not in res.stderr
+    assert earlier.read_text() == '{"cpu_s": 99, "max_rss_mb": 1, "finished": 0}\n', "no worker: nothing recorded"
+
+
+def test_server_refuses_after_a_code_change(tmp_path):
+    (tmp_path / "probe_job.py").write_text(PROBE)
+    src = tmp_path / "src"
+    shutil.copytree(SRC / "featlearn", src / "featlearn", ignore=shutil.ignore_patterns("__pycache__"))
+    proc, sock = _start_server(tmp_path, src)
+    try:
+        (src / "featlearn" / "seeding.py").write_text((src / "featlearn" / "seeding.py").read_text() + "\n# edited\n")
+        res = _job(tmp_path, _env(tmp_path, sock, src))
+    finally:
+        _stop(proc)
+    assert res.returncode == 0, res.stderr
+    assert "code changed since the server started" in res.stderr
+    assert _pid_line(res.stdout)["parent"] == str(os.getpid())  # the client ran it: its parent is this test
+    assert not (tmp_path / "job.tsv.server.json").exists()
+    assert _pid_line(res.stdout)["cwd"] == str(tmp_path / "cwd")
+
+
+def test_server_ends_with_its_parent(tmp_path):
+    parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    sock = str(tmp_path / "s.sock")
+    server = subprocess.Popen([sys.executable, "-m", "featlearn", "job-server", "--socket", sock, "--parent", str(parent.pid)],
+                              env=dict(os.environ, PYTHONPATH=str(SRC)), stdout=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while not os.path.exists(sock) and time.time() < deadline:
+        time.sleep(0.05)
+    assert os.path.exists(sock)
+    parent.kill()
+    parent.wait()
+    assert server.wait(timeout=60) == 0
+    assert not os.path.exists(sock)
+
+
+def test_start_and_stop_point_jobs_at_the_server(tmp_path, monkeypatch):
+    monkeypatch.delenv(jobserver.SOCKET_ENV, raising=False)
+    handle = jobserver.start(str(tmp_path / "logs" / "job_server.log"), str(SRC), os.getpid())
+    assert handle is not None
+    path = os.environ[jobserver.SOCKET_ENV]
+    assert os.path.exists(path)
+    jobserver.stop(handle)
+    assert jobserver.SOCKET_ENV not in os.environ
+    assert handle[0].returncode == 0 and not os.path.exists(path)
+    assert "featlearn job server: pid" in (tmp_path / "logs" / "job_server.log").read_text()
+
+
+def test_benchmark_adds_the_workers_usage_of_the_same_run_only(tmp_path):
+    tsv = tmp_path / "job.tsv"
+    tsv.write_text("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+                   "20.0\t0:00:20\t15.0\t20\t6\t8\t0\t0\t0\t0.5\n")
+    end = tsv.stat().st_mtime
+    usage = tmp_path / "job.tsv.server.json"
+    records = [
+        {"cpu_s": 7.0, "max_rss_mb": 900.0, "finished": end - 3600},  # an earlier run of the job
+        {"cpu_s": 1.5, "max_rss_mb": 300.0, "finished": end - 12},  # this run: two commands
+        {"cpu_s": 2.0, "max_rss_mb": 250.0, "finished": end - 1},
+    ]
+    usage.write_text("".join(json.dumps(r) + "\n" for r in records))
+    # the clients' own 0.5 CPU-s (the benchmark file) plus the two workers'
+    assert read_benchmark(tsv) == {"wall_s": 20.0, "cpu_s": 4.0, "max_rss_mb": 300.0}
+    usage.write_text(json.dumps(records[0]) + "\n")
+    assert read_benchmark(tsv) == {"wall_s": 20.0, "cpu_s": 0.5, "max_rss_mb": 15.0}
