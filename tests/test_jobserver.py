@@ -105,6 +105,17 @@ def test_job_runs_in_a_worker_of_the_server(server, tmp_path):
     assert len((tmp_path / "job.tsv.server.json").read_text().splitlines()) == 2
 
 
+def test_jobs_that_may_use_cuda_run_in_their_own_process(server, tmp_path):
+    env = _env(tmp_path, server)
+    cmd = [sys.executable, "-m", "featlearn", "compute", "--run", "probe_job:job", "--settings", "{}",
+           "--outputs", json.dumps({"out": str(tmp_path / "out.txt")}), "--threads", "1", "--device", "auto"]
+    res = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert _pid_line(res.stdout)["parent"] == str(os.getpid()) and "job server" not in res.stderr
+    assert jobserver._cpu_only(["compute", "--device=cpu"]) and not jobserver._cpu_only(["compute", "--device=cuda"])
+    assert jobserver._cpu_only(["figure", "--draw=x"])
+
+
 def test_worker_failures_are_the_jobs_exit_status(server, tmp_path):
     env = _env(tmp_path, server)
     failed = _job(tmp_path, env, fail=True)

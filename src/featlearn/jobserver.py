@@ -24,7 +24,8 @@ the worker. The client therefore appends the worker's CPU seconds and peak resid
 by ``FEATLEARN_USAGE`` (the rules set it to ``<benchmark>.server.json``), and
 :func:`featlearn.pages.read_benchmark` adds them to what the benchmark file measured.
 
-Only on a single machine with ``fork`` (Linux, macOS); never inside a cluster job.
+Only on a single machine with ``fork`` (Linux, macOS), never inside a cluster job, and only for commands that
+stay on the CPU (a ``--device auto`` or ``cuda`` job runs in its own process).
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def run_via_server(argv: list[str], environ=os.environ) -> int | None:
     is appended, or is ``-`` for a job without a benchmark file; without it the server is not used."""
     path = environ.get(SOCKET_ENV, "")
     usage_path = environ.get(USAGE_ENV, "")
-    if not path or not usage_path:
+    if not path or not usage_path or not _cpu_only(argv):
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     stdin = 0 if _is_open(0) else os.open(os.devnull, os.O_RDONLY)
@@ -122,6 +123,17 @@ def run_via_server(argv: list[str], environ=os.environ) -> int | None:
     print(f"featlearn: ran in the job server's worker {reply['pid']}: {reply['cpu_s']:.2f} CPU-s, "
           f"peak {reply['max_rss_mb']:.0f} MB, exit status {reply['status']}", file=sys.stderr, flush=True)
     return int(reply["status"])
+
+
+def _cpu_only(argv: list[str]) -> bool:
+    """Whether the command stays on the CPU: a job that may use CUDA (``--device auto`` or ``cuda``) runs in its
+    own process, since CUDA cannot be trusted in a process forked from one that may have probed the driver."""
+    for i, arg in enumerate(argv):
+        if arg == "--device" and i + 1 < len(argv):
+            return argv[i + 1] == "cpu"
+        if arg.startswith("--device="):
+            return arg.split("=", 1)[1] == "cpu"
+    return True
 
 
 def _is_open(fd: int) -> bool:
