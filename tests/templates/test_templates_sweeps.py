@@ -46,6 +46,9 @@ def test_run_figure_writes_every_curve_and_is_deterministic(tmp_path, one_thread
     assert set(runs["curve"]) == {"MLP", "MLP + vec(XX^T)"}
     assert sorted(runs["n"].unique()) == [4, 8]
     assert runs["test_metric"].notna().all()
+    fig = draw({"runs": str(a)}, {"figure": "25", "scale": "test"})
+    legend = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    assert "MLP + vec(XXᵀ)" in legend and not any("^T" in t for t in legend)  # typeset as the title writes it
 
 
 def _claims(fn, runs: pd.DataFrame, tmp_path, name: str = "runs.csv", **settings) -> list:

@@ -123,7 +123,8 @@ def plot_curves(runs: pd.DataFrame, fig_id: str, scale: str):
         for curve in dict.fromkeys(runs.loc[runs["panel"] == panel, "curve"]):
             m = means[(means["panel"] == panel) & (means["curve"] == curve)]
             several = runs.loc[(runs["panel"] == panel) & (runs["curve"] == curve), "lr"].nunique() > 1
-            label = f"{curve} (lr {m['lr'].iloc[0]:g})" if several else curve
+            shown = curve.replace("^T", "ᵀ")  # the table's plain-text run name, typeset as the title writes it
+            label = f"{shown} (lr {m['lr'].iloc[0]:g})" if several else shown
             line = ax.errorbar(m["n"], m["mean"], yerr=m["sd"], marker="o", ms=3, capsize=2, label=label)
             # log axis; a loss of exactly 0 is drawn at the floor 1e-8
             ax_train.plot(m["n"], m["train_loss"].clip(lower=1e-8), marker="o", ms=3, color=line[0].get_color())
