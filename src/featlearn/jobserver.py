@@ -24,8 +24,9 @@ the worker. The client therefore appends the worker's CPU seconds and peak resid
 by ``FEATLEARN_USAGE`` (the rules set it to ``<benchmark>.server.json``), and
 :func:`featlearn.pages.read_benchmark` adds them to what the benchmark file measured.
 
-Only on a single machine with ``fork`` (Linux, macOS), never inside a cluster job, and only for commands that
-stay on the CPU (a ``--device auto`` or ``cuda`` job runs in its own process).
+Only on Linux (forking after these imports is not safe on macOS), on a single machine (never inside a
+cluster job), and only for commands that stay on the CPU (a ``--device auto`` or ``cuda`` job runs in its
+own process).
 """
 
 from __future__ import annotations

@@ -185,8 +185,8 @@ REGISTERED_FIGURES = []
 # on. Rules with a benchmark file put server_env(<benchmark pattern>) before their commands, so the worker's
 # CPU time and memory are recorded beside the benchmark file, which sees only the client process (the base
 # rules, defined in a loop, take it from params.usage instead: a shell expression is evaluated again when the
-# job runs, after the loop has moved on). Only for a local run without conda or containers (the server runs
-# Snakemake's own Python).
+# job runs, after the loop has moved on). Only for a local run on Linux without conda or containers (the
+# server runs Snakemake's own Python).
 JOB_SERVER = {"on": config["job_server"], "handle": None}
 SERVER_ENV = (
     f"export {featlearn.jobserver.USAGE_ENV}={{params.usage:q}}; "
@@ -214,7 +214,7 @@ def start_job_server():
         JOB_SERVER["on"]
         and workflow.local_exec
         and workflow.is_main_process
-        and hasattr(os, "fork")
+        and sys.platform.startswith("linux")
         and not methods & {"CONDA", "APPTAINER"}
     ):
         JOB_SERVER["handle"] = featlearn.jobserver.start(
