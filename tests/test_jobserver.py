@@ -248,6 +248,6 @@ def test_benchmark_adds_the_workers_usage_of_the_same_run_only(tmp_path):
     ]
     usage.write_text("".join(json.dumps(r) + "\n" for r in records))
     # the clients' own 0.5 CPU-s (the benchmark file) plus the two workers'
-    assert read_benchmark(tsv) == {"wall_s": 20.0, "cpu_s": 4.0, "max_rss_mb": 300.0}
+    assert read_benchmark(tsv) == {"wall_s": 20.0, "cpu_s": 4.0, "max_rss_mb": 300.0, "served": True}
     usage.write_text(json.dumps(records[0]) + "\n")
-    assert read_benchmark(tsv) == {"wall_s": 20.0, "cpu_s": 0.5, "max_rss_mb": 15.0}
+    assert read_benchmark(tsv) == {"wall_s": 20.0, "cpu_s": 0.5, "max_rss_mb": 15.0, "served": False}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 
@@ -79,7 +80,7 @@ def test_report_order_sorts_as_the_paper_numbers():
 def test_benchmark_files_are_read_and_summed(tmp_path):
     _bench(tmp_path / "a.tsv", 2.0, 1.5, 300)
     _bench(tmp_path / "b.tsv", 4.0, 3.5, 500)
-    assert read_benchmark(tmp_path / "a.tsv") == {"wall_s": 2.0, "cpu_s": 1.5, "max_rss_mb": 300.0}
+    assert read_benchmark(tmp_path / "a.tsv") == {"wall_s": 2.0, "cpu_s": 1.5, "max_rss_mb": 300.0, "served": False}
     assert read_benchmark(tmp_path / "missing.tsv") is None
     cost = job_costs([{"label": "a", "benchmark": str(tmp_path / "a.tsv")},
                       {"label": "b", "benchmark": str(tmp_path / "b.tsv")},
@@ -170,3 +171,12 @@ def test_compute_table_counts_a_shared_job_once(tmp_path):
     assert rows[-1]["jobs"] == 2 and rows[-1]["cpu_s"] == pytest.approx(2.5)  # the shared job once, prepare unmeasured
     assert "| joma | Fig. 4 (fig_joma_4) | 1 | 3.0 | 2.5 | 250 |" in text
     assert "| data | prepare sst | 1 | — | — | — |" in text
+    assert "job server" not in text
+    # the same job run by the job server: its worker's record is added, and the table says so
+    bench = fig["jobs"][0]["benchmark"]
+    record_line = {"cpu_s": 4.0, "max_rss_mb": 900.0, "finished": os.stat(bench).st_mtime - 1}
+    with open(f"{bench}.server.json", "w") as f:
+        f.write(json.dumps(record_line) + "\n")
+    text, rows = render_compute(compute, record)
+    assert rows[-1]["cpu_s"] == pytest.approx(6.5) and rows[-1]["max_rss_mb"] == 900.0
+    assert "1 of the jobs ran in the job server" in text

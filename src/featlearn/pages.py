@@ -111,7 +111,8 @@ def provenance_line(record: dict) -> str:
 
 def read_benchmark(path: str | os.PathLike) -> dict | None:
     """Wall seconds, CPU seconds and peak resident memory (MB) of one Snakemake benchmark file (the mean
-    over its rows, as ``benchmark: repeat(...)`` writes one row per repeat); None if it is absent.
+    over its rows, as ``benchmark: repeat(...)`` writes one row per repeat), and whether the job ran in the
+    job server (``served``); None if it is absent.
 
     A job run by the job server (:mod:`featlearn.jobserver`) left its workers' CPU seconds and peak memory
     beside the benchmark file, which saw only the client processes: their CPU seconds are added and the
@@ -134,10 +135,11 @@ def read_benchmark(path: str | os.PathLike) -> dict | None:
         vals = [v for v in vals if not math.isnan(v)]
         return sum(vals) / len(vals) if vals else math.nan
 
-    result = {"wall_s": mean("s"), "cpu_s": mean("cpu_time"), "max_rss_mb": mean("max_rss")}
+    result = {"wall_s": mean("s"), "cpu_s": mean("cpu_time"), "max_rss_mb": mean("max_rss"), "served": False}
     usage = read_usage(path, path.stat().st_mtime, 0.0 if math.isnan(result["wall_s"]) else result["wall_s"])
     if usage is not None:
-        result.update(cpu_s=_sum([result["cpu_s"], usage["cpu_s"]]), max_rss_mb=_max([result["max_rss_mb"], usage["max_rss_mb"]]))
+        result.update(cpu_s=_sum([result["cpu_s"], usage["cpu_s"]]), max_rss_mb=_max([result["max_rss_mb"], usage["max_rss_mb"]]),
+                      served=True)
     return result
 
 
@@ -305,11 +307,15 @@ def render_compute(manifest: dict, record: dict) -> tuple[str, list[dict]]:
     unique = {j["benchmark"]: j for jobs in ([manifest.get("data", [])] + [f["jobs"] for figs in manifest["papers"].values() for f in figs])
               for j in jobs}
     total = job_costs(list(unique.values()))
+    served = sum(1 for j in unique.values() if (read_benchmark(j["benchmark"]) or {}).get("served"))
+    server_note = (f" {served} of the jobs ran in the job server (`job_server: true`): Snakemake's file of such a job "
+                   "sees only the client process, so the worker's CPU seconds and peak memory, recorded beside it "
+                   "(`<benchmark>.server.json`), are added in." if served else "")
     lines = ["# Compute of this run", "",
              "From Snakemake's `benchmark:` files (`results/benchmarks/`), written by rule `compute_table`. "
              "A figure's row counts its compute jobs and its own rule (drawing and claims); a job shared by several "
              "figures counts in each of their rows and once in the total. Snakemake's own start-up and "
-             "bookkeeping are not in these files.", "",
+             "bookkeeping are not in these files." + server_note, "",
              provenance_line(record), "",
              f"**Total: {total['jobs']} jobs (compute and figure rules), {_minutes(total['cpu_s'])} CPU-min, "
              f"{_minutes(total['wall_s'])} min of job wall time summed** ({total['measured']} with a benchmark file; largest peak memory "
