@@ -217,7 +217,7 @@ class Server:
         self.listener.listen(64)
         self.selector = selectors.DefaultSelector()
         self.selector.register(self.listener, selectors.EVENT_READ)
-        self.workers: dict[int, tuple[socket.socket, float]] = {}  # pid -> (client connection, start)
+        self.workers: dict[int, socket.socket] = {}  # worker pid -> its client's connection
         self.stopping = False
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
         # Ctrl-C in the terminal reaches the whole process group: the jobs' workers stop on it, and the server
@@ -234,7 +234,7 @@ class Server:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             self.selector.close()
             self.listener.close()
-            for other, _ in self.workers.values():
+            for other in self.workers.values():
                 other.close()
             conn.close()
             sys.stdout.flush()
@@ -295,12 +295,12 @@ class Server:
             self._become_worker(conn, request, fds, server)
         for fd in fds:
             os.close(fd)
-        self.workers[pid] = (conn, time.time())
+        self.workers[pid] = conn
         self.selector.register(conn, selectors.EVENT_READ, pid)
 
     def _client_gone(self, pid: int) -> None:
         """The client's socket became readable: it closed (the job was killed), so kill its worker."""
-        conn, _ = self.workers[pid]
+        conn = self.workers[pid]
         try:
             if conn.recv(1, socket.MSG_PEEK):
                 return
@@ -317,7 +317,7 @@ class Server:
                 return
             if pid == 0:
                 return
-            conn, _ = self.workers.pop(pid, (None, 0.0))
+            conn = self.workers.pop(pid, None)
             if conn is None:
                 continue
             code = os.waitstatus_to_exitcode(status)

@@ -3,7 +3,6 @@
 
 import json
 import os
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -182,11 +181,10 @@ REGISTERED_FIGURES = []
 # ------------------------------------------------------------------ job server (config key job_server)
 # With job_server on, the featlearn commands of a local run are forked from one warm process that has
 # imported torch and the plotting libraries once (src/featlearn/jobserver.py); the smoke overlay turns it
-# on. Rules with a benchmark file put server_env(<benchmark pattern>) before their commands, so the worker's
-# CPU time and memory are recorded beside the benchmark file, which sees only the client process (the base
-# rules, defined in a loop, take it from params.usage instead: a shell expression is evaluated again when the
-# job runs, after the loop has moved on). Only for a local run on Linux without conda or containers (the
-# server runs Snakemake's own Python).
+# on. A rule with a benchmark file adds **usage_param(<benchmark pattern>) to its params and starts its shell
+# command with SERVER_ENV, so the worker's CPU time and memory are recorded beside the benchmark file, which
+# sees only the client process. Only for a local run on Linux without conda or containers (the server runs
+# Snakemake's own Python).
 JOB_SERVER = {"on": config["job_server"], "handle": None}
 SERVER_ENV = (
     f"export {featlearn.jobserver.USAGE_ENV}={{params.usage:q}}; "
@@ -198,14 +196,6 @@ SERVER_ENV = (
 def usage_param(benchmark):
     """params.usage for SERVER_ENV: the job's usage file (wildcards filled in); nothing when the server is off."""
     return {"usage": f"{benchmark}.server.json"} if JOB_SERVER["on"] else {}
-
-
-def server_env(benchmark):
-    """Shell text that names the job's usage file for the job server; empty when the server is off."""
-    if not JOB_SERVER["on"]:
-        return ""
-    path = re.sub(r"\{(\w+)(,[^}]*)?\}", r"{wildcards.\1:q}", benchmark)
-    return f"export {featlearn.jobserver.USAGE_ENV}={path}.server.json; "
 
 
 def start_job_server():

@@ -50,12 +50,13 @@ rule data_prepare_classification:
         mem_mb=4000,
         runtime=30,
     params:
+        **usage_param(f"{BENCH}/data/prepare_{{name}}.tsv"),
         raw_dir=lambda wc: f"{RAW}/{PREPARED[wc.name].raw}",
         out_dir=lambda wc: f"{PREPARED_DIR}/{wc.name}",
         seed=config["data"]["split_seed"],
         code=code_hash("data", "io.py"),
     shell:
-        server_env(f"{BENCH}/data/prepare_{{name}}.tsv")
+        SERVER_ENV
         + "python -m featlearn data-prepare --name {wildcards.name} --raw-dir {params.raw_dir}"
         " --out-dir {params.out_dir} --seed {params.seed} > {log} 2>&1"
 
@@ -83,12 +84,13 @@ rule data_prepare_lm:
         mem_mb=lambda wc: 12000 if wc.name == "wikitext103" else 4000,
         runtime=lambda wc: 120 if wc.name == "wikitext103" else 30,
     params:
+        **usage_param(f"{BENCH}/data/prepare_{{name}}.tsv"),
         raw_dir=lambda wc: f"{RAW}/{PREPARED[wc.name].raw}",
         out_dir=lambda wc: f"{PREPARED_DIR}/{wc.name}",
         seed=config["data"]["split_seed"],
         code=code_hash("data", "io.py"),
     shell:
-        server_env(f"{BENCH}/data/prepare_{{name}}.tsv")
+        SERVER_ENV
         + "python -m featlearn data-prepare --name {wildcards.name} --raw-dir {params.raw_dir}"
         " --out-dir {params.out_dir} --seed {params.seed} > {log} 2>&1"
 
@@ -113,12 +115,13 @@ rule data_prepare_chars:
         mem_mb=2000,
         runtime=10,
     params:
+        **usage_param(f"{BENCH}/data/prepare_{{name}}.tsv"),
         raw_dir=lambda wc: f"{RAW}/{PREPARED[wc.name].raw}",
         out_dir=lambda wc: f"{PREPARED_DIR}/{wc.name}",
         seed=config["data"]["split_seed"],
         code=code_hash("data", "io.py"),
     shell:
-        server_env(f"{BENCH}/data/prepare_{{name}}.tsv")
+        SERVER_ENV
         + "python -m featlearn data-prepare --name {wildcards.name} --raw-dir {params.raw_dir}"
         " --out-dir {params.out_dir} --seed {params.seed} > {log} 2>&1"
 

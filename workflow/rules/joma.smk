@@ -48,6 +48,7 @@ if _joma_fig6 is not None:
         conda:
             ENV
         params:
+            **usage_param(PATHS.benchmark("joma", _joma_fig6.log_stem)),
             inputs=lambda wildcards, input: named_paths(input),
             settings=_joma_fig6.settings_json(),
             claim_ids=_joma_fig6.claim_ids_json(),
@@ -55,7 +56,7 @@ if _joma_fig6 is not None:
             dpi=config["report"]["dpi"],
             code=code_hash(*_joma_fig6.code),
         shell:
-            server_env(PATHS.benchmark("joma", _joma_fig6.log_stem))
+            SERVER_ENV
             + joma_figure_command(_joma_fig6, "{output.png} {output.other}")
             + " > {log} 2>&1; "
             + joma_figure_command(
@@ -88,6 +89,7 @@ rule table_joma_1:
     conda:
         ENV
     params:
+        **usage_param(PATHS.benchmark("joma", _joma_table1.log_stem)),
         inputs=lambda wildcards, input: named_paths(input),
         settings=_joma_table1.settings_json(),
         claim_ids=_joma_table1.claim_ids_json(),
@@ -98,7 +100,7 @@ rule table_joma_1:
         code=code_hash(*_joma_table1.code),
     shell:
         # the LaTeX table: a compute step (`figure` writes a table as CSV and Markdown only)
-        server_env(PATHS.benchmark("joma", _joma_table1.log_stem))
+        SERVER_ENV
         + joma_figure_command(_joma_table1, "{output.csv} {output.md}")
         + " > {log} 2>&1; "
         "python -m featlearn compute --run featlearn.joma.table1_figures:write_latex"

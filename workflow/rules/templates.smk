@@ -59,13 +59,14 @@ rule fig_templates_6:
     conda:
         ENV
     params:
+        **usage_param(PATHS.benchmark("templates", "fig6")),
         inputs=lambda wildcards, input: named_paths(input),
         scale=SCALE,
         dpi=config["report"]["dpi"],
         code=code_hash(*TEMPLATES_GPT2_PLOT),
         claim_ids=json.dumps(list(TEMPLATES_CLAIM_IDS["6"])),
     shell:
-        server_env(PATHS.benchmark("templates", "fig6"))
+        SERVER_ENV
         + "python -m featlearn figure --draw=featlearn.templates.gpt2.figures:draw_6"
         " --inputs {params.inputs:q} --figures {output.png} {output.other}"
         " --scale {params.scale} --dpi {params.dpi} > {log} 2>&1 &&"
