@@ -62,7 +62,7 @@ def run_identity(inputs: dict, threads: int, device: str) -> dict:
 def _main(args) -> None:
     import os
 
-    from featlearn.devices import pin_one_gpu, resolve_device
+    from featlearn.devices import describe_job_device, pin_one_gpu, resolve_device
 
     # several GPUs on this machine: claim one before torch starts CUDA (no-op on the CPU or with one GPU)
     pinned = pin_one_gpu(args.device)
@@ -74,6 +74,9 @@ def _main(args) -> None:
 
     torch.set_num_threads(args.threads)
     ctx = Context(device=resolve_device(args.device), threads=args.threads, work_dir=args.work_dir or None)
+    # the first lines of every compute job's log: where it computes and with how many threads
+    print(f"featlearn: device {describe_job_device(ctx.device)} (asked: {args.device}); "
+          f"torch threads {torch.get_num_threads()}", flush=True)
     inputs = json.loads(args.inputs)
     os.environ[IDENTITY_ENV] = json.dumps(run_identity(inputs, args.threads, ctx.device), sort_keys=True)
     run_job(args.run, json.loads(args.settings), inputs, json.loads(args.outputs), ctx)

@@ -16,6 +16,9 @@ import time
 from pathlib import Path
 
 LOCK_DIR_ENV = "FEATLEARN_GPU_LOCK_DIR"
+# Where the NVIDIA driver lists the machine's GPUs (one folder per GPU); tests point it at a folder of fakes.
+DRIVER_DIR_ENV = "FEATLEARN_GPU_DRIVER_DIR"
+DRIVER_DIR = "/proc/driver/nvidia/gpus"
 _HELD: list = []  # open lock files of the GPUs this process holds (closed when it exits)
 
 
@@ -36,6 +39,37 @@ def visible_gpu_ids(environ=os.environ, driver_dir: str | os.PathLike = "/proc/d
         return [g.strip() for g in environ["CUDA_VISIBLE_DEVICES"].split(",") if g.strip()]
     root = Path(driver_dir)
     return [str(i) for i in range(len(list(root.iterdir())))] if root.is_dir() else []
+
+
+def gpus_visible(environ=os.environ) -> list[str]:
+    """The GPUs a local run may use, found without importing PyTorch (the DAG is built before any job starts):
+    the driver must list at least one GPU (``/proc/driver/nvidia/gpus``, or the folder ``FEATLEARN_GPU_DRIVER_DIR``
+    names), and ``CUDA_VISIBLE_DEVICES``, where set, chooses among them. Empty on a machine without an NVIDIA
+    GPU, whatever ``CUDA_VISIBLE_DEVICES`` says."""
+    root = Path(environ.get(DRIVER_DIR_ENV) or DRIVER_DIR)
+    if not root.is_dir() or not any(root.iterdir()):
+        return []
+    return visible_gpu_ids(environ, driver_dir=root)
+
+
+def dag_device(configured: str, local: bool, environ=os.environ) -> str:
+    """The device the jobs of a run are given, decided once before the DAG is built: ``auto`` on a local run
+    where no GPU is visible becomes ``cpu``, so no job waits for a GPU slot the machine does not have. A
+    cluster run (``local`` false) keeps ``auto``: its jobs run on other nodes and resolve it there. ``cpu``
+    and ``cuda`` are kept as they are (``cuda`` without a GPU fails in the job, loudly)."""
+    if configured == "auto" and local and not gpus_visible(environ):
+        return "cpu"
+    return configured
+
+
+def describe_job_device(device: str) -> str:
+    """One line for a job's log: where this job computes (CPU, or the GPU's name and CUDA_VISIBLE_DEVICES)."""
+    if device.startswith("cuda"):
+        import torch
+
+        name = torch.cuda.get_device_name(torch.device(device))
+        return f"{device} ({name}, CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})"
+    return "cpu"
 
 
 def claim_gpu(ids: list[str], lock_dir: str | os.PathLike | None = None, wait: float = 0.0, poll: float = 2.0,

@@ -73,7 +73,19 @@ def device_description(configured: str) -> str:
     return f"{configured} -> {resolved}" if configured != resolved else resolved
 
 
-def run_record(scale: str, config_sha: str, code_sha: str, device: str, repo: str | os.PathLike = ".") -> dict:
+def job_device_description(configured: str, given: str | None) -> str:
+    """What the run's GPU-capable jobs were given (``--device`` of their commands) and why."""
+    if given is None or given == configured:
+        if configured == "cpu":
+            return "cpu: every job runs on the CPU and asks for no GPU slot"
+        return f"{configured}: GPU-capable jobs ask for a GPU slot and resolve `{configured}` themselves"
+    if given == "cpu" and configured == "auto":
+        return "cpu: device auto and no GPU visible when the DAG was built, so no job asks for a GPU slot"
+    return f"{given} (configured: {configured})"
+
+
+def run_record(scale: str, config_sha: str, code_sha: str, device: str, repo: str | os.PathLike = ".",
+               job_device: str | None = None) -> dict:
     """Who made these results: scale, config and code hashes, git commit, device, date, package versions."""
     repo = Path(repo)
     commit = _git(repo, "rev-parse", "HEAD")
@@ -85,6 +97,7 @@ def run_record(scale: str, config_sha: str, code_sha: str, device: str, repo: st
         "commit": commit or "unknown (not a git checkout)",
         "uncommitted_changes": bool(dirty) if dirty is not None else None,
         "device": device_description(device),
+        "job_device": job_device_description(device, job_device),
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
         "host_cpus": os.cpu_count(),
         "versions": installed_versions(),
@@ -251,7 +264,7 @@ def render_page(manifest: dict, claims_csv: str | os.PathLike, record: dict) -> 
     else:
         lines.append(f"None: every setting of `{paper}` is the paper-scale value (`config/paper.yaml`).")
     lines += ["", "## Provenance", "", "| | |", "|---|---|"]
-    for key in ("scale", "commit", "uncommitted_changes", "config_sha256", "code_sha256", "device", "date_utc", "host_cpus"):
+    for key in ("scale", "commit", "uncommitted_changes", "config_sha256", "code_sha256", "device", "job_device", "date_utc", "host_cpus"):
         lines.append(f"| {key} | {_cell(record.get(key, ''))} |")
     versions = record.get("versions", {})
     if versions:
@@ -349,9 +362,11 @@ def register(sub) -> None:
     p.add_argument("--scale", required=True)
     p.add_argument("--config-sha", required=True)
     p.add_argument("--code-sha", required=True)
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="cpu", help="the configured device")
+    p.add_argument("--job-device", default=None, help="the device the GPU-capable jobs were given")
     p.set_defaults(func=lambda a: print(json.dumps(write_run_record(
-        a.out, scale=a.scale, config_sha=a.config_sha, code_sha=a.code_sha, device=a.device), indent=2)))
+        a.out, scale=a.scale, config_sha=a.config_sha, code_sha=a.code_sha, device=a.device,
+        job_device=a.job_device), indent=2)))
 
     p = sub.add_parser("paper-page", help="write one paper's results page (Markdown and HTML)")
     p.add_argument("--manifest", required=True)

@@ -21,13 +21,14 @@ for job in REGISTERED_JOBS:
             PATHS.benchmark(job.paper, job.stem)
         wildcard_constraints:
             **job.wildcards,
+        priority: job_priority(job)
         conda:
             ENV
         threads: job.threads
         resources:
             mem_mb=job_limit(job, "mem_mb"),
             runtime=job_limit(job, "runtime"),
-            gpu=1 if job_device(job) != "cpu" else 0,
+            gpu=gpu_slots(job),
         params:
             **usage_param(PATHS.benchmark(job.paper, job.stem)),
             run=job.run,

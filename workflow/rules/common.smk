@@ -31,6 +31,7 @@ from featlearn.workflow import (
     pretrained_checkpoints,
 )
 
+import featlearn.devices
 import featlearn.jobserver
 import featlearn.sizing
 import featlearn.workflow
@@ -249,9 +250,33 @@ def job_limit(job, key):
     return limit
 
 
+def run_device():
+    """The device this run's GPU-capable jobs get, decided before the DAG is built (featlearn.devices.dag_device):
+    `auto` on a local run with no GPU visible becomes `cpu`, so no job waits for a GPU slot. Called when jobs
+    are created, once Snakemake knows its executor (a cluster run keeps `auto`)."""
+    return featlearn.devices.dag_device(config["device"], workflow.local_exec)
+
+
 def job_device(job):
-    """The device a job runs on: the configured one for jobs that can use a GPU, else the CPU."""
-    return config["device"] if job.resources.gpu else "cpu"
+    """The device a job runs on (a function of the wildcards, evaluated when the job is created): the run's
+    device for jobs that can use a GPU, else the CPU."""
+    return lambda wildcards: run_device() if job.resources.gpu else "cpu"
+
+
+def job_priority(job):
+    """Long jobs first, so the long trainings start early and the short jobs fill the cores around them instead
+    of leaving one long job alone at the end of the run: the trainings (jobs that can use a GPU) before the
+    rest, then by the registry's runtime limit in minutes (a limit that depends on the wildcards, as the LMs'
+    does, counts as 120: those are the longest trainings)."""
+    runtime = job.resources.runtime
+    return (1000 if job.resources.gpu else 0) + (
+        runtime if isinstance(runtime, int) else 120
+    )
+
+
+def gpu_slots(job):
+    """The job's `gpu` resource: 1 where it will ask for a GPU (device not `cpu`), else 0."""
+    return lambda wildcards: 0 if job_device(job)(wildcards) == "cpu" else 1
 
 
 def figure_outputs(fig):

@@ -66,10 +66,11 @@ rule run_record:
         config_sha=config_sha256(config),
         code_sha=code_hash("."),
         device=config["device"],
+        job_device=lambda wildcards: run_device(),
     shell:
         "python -m featlearn run-record --out {output} --scale {params.scale}"
         " --config-sha {params.config_sha} --code-sha {params.code_sha}"
-        " --device {params.device:q} > {log} 2>&1"
+        " --device {params.device:q} --job-device {params.job_device:q} > {log} 2>&1"
 
 
 rule paper_page:
