@@ -56,3 +56,75 @@ def test_concurrent_processes_hold_different_gpus_until_they_exit(tmp_path):
     # both exited: their locks are gone, a new job gets a GPU
     after = subprocess.run([sys.executable, "-c", CLAIM, str(tmp_path), "0"], env=env, capture_output=True, text=True)
     assert after.stdout.strip() in ("0", "1")
+
+
+def _driver(tmp_path, n: int):
+    """A fake NVIDIA driver folder listing ``n`` GPUs (one folder per GPU, as /proc/driver/nvidia/gpus)."""
+    root = tmp_path / f"driver{n}"
+    root.mkdir()
+    for i in range(n):
+        (root / f"0000:0{i + 1}:00.0").mkdir()
+    return root
+
+
+def test_gpus_visible_needs_the_driver_and_honours_cuda_visible_devices(tmp_path):
+    from featlearn.devices import DRIVER_DIR_ENV, gpus_visible
+
+    none, two = _driver(tmp_path, 0), _driver(tmp_path, 2)
+    assert gpus_visible({DRIVER_DIR_ENV: str(tmp_path / "absent")}) == []
+    assert gpus_visible({DRIVER_DIR_ENV: str(none)}) == []
+    # CUDA_VISIBLE_DEVICES alone (set in a shell profile, say) does not make a GPU
+    assert gpus_visible({DRIVER_DIR_ENV: str(none), "CUDA_VISIBLE_DEVICES": "0"}) == []
+    assert gpus_visible({DRIVER_DIR_ENV: str(two)}) == ["0", "1"]
+    assert gpus_visible({DRIVER_DIR_ENV: str(two), "CUDA_VISIBLE_DEVICES": "1"}) == ["1"]
+    assert gpus_visible({DRIVER_DIR_ENV: str(two), "CUDA_VISIBLE_DEVICES": ""}) == []  # all hidden
+
+
+def test_dag_device_turns_auto_into_cpu_only_on_a_local_run_without_a_gpu(tmp_path):
+    from featlearn.devices import DRIVER_DIR_ENV, dag_device
+
+    no_gpu, one_gpu = {DRIVER_DIR_ENV: str(_driver(tmp_path, 0))}, {DRIVER_DIR_ENV: str(_driver(tmp_path, 1))}
+    assert dag_device("auto", True, no_gpu) == "cpu"
+    assert dag_device("auto", True, one_gpu) == "auto"  # today's behaviour where a GPU is visible
+    assert dag_device("auto", False, no_gpu) == "auto"  # a cluster run: its jobs resolve auto on their node
+    assert dag_device("cuda", True, no_gpu) == "cuda"  # asked for: fails loudly in the job, never silently CPU
+    assert dag_device("cpu", True, one_gpu) == "cpu"
+
+
+def test_the_run_record_says_what_the_jobs_were_given():
+    from featlearn.pages import job_device_description
+
+    assert "no GPU visible" in job_device_description("auto", "cpu")
+    assert job_device_description("auto", "auto").startswith("auto: GPU-capable jobs ask for a GPU slot")
+    assert job_device_description("cpu", "cpu").startswith("cpu: every job runs on the CPU")
+    assert job_device_description("cuda", None).startswith("cuda: GPU-capable jobs ask for a GPU slot")
+
+
+def test_the_gpu_lock_folder_is_private_and_another_users_is_refused(tmp_path):
+    """Issue 35: the lock folder is created 0700; one that another user created first is refused with a message
+    naming the variable to set (it could hold every GPU's lock)."""
+    import pytest
+
+    from featlearn.devices import lock_folder
+
+    mine = lock_folder(tmp_path / "locks")
+    assert oct(mine.stat().st_mode & 0o777) == "0o700"
+    loose = tmp_path / "loose"
+    loose.mkdir(mode=0o777)
+    loose.chmod(0o777)
+    assert oct(lock_folder(loose).stat().st_mode & 0o777) == "0o700"
+    if os.getuid() != 0:
+        pytest.skip("giving a folder to another user needs root")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    with pytest.raises(PermissionError, match="FEATLEARN_GPU_LOCK_DIR"):
+        claim_gpu(["0", "1"], lock_dir=theirs)
+
+
+def test_a_job_waiting_for_a_gpu_says_so(tmp_path):
+    held = claim_gpu(["0"], lock_dir=tmp_path)
+    assert held == "0"
+    said = []
+    assert claim_gpu(["0"], lock_dir=tmp_path, wait=0.2, poll=0.05, log=said.append) is None
+    assert said and "waiting" in said[0]

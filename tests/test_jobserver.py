@@ -225,14 +225,139 @@ def test_server_ends_with_its_parent(tmp_path):
 
 def test_start_and_stop_point_jobs_at_the_server(tmp_path, monkeypatch):
     monkeypatch.delenv(jobserver.SOCKET_ENV, raising=False)
-    handle = jobserver.start(str(tmp_path / "logs" / "job_server.log"), str(SRC), os.getpid())
+    handle = jobserver.start(str(tmp_path / "logs"), str(SRC), os.getpid())
     assert handle is not None
     path = os.environ[jobserver.SOCKET_ENV]
     assert os.path.exists(path)
+    assert oct(os.stat(os.path.dirname(path)).st_mode & 0o777) == "0o700"
     jobserver.stop(handle)
     assert jobserver.SOCKET_ENV not in os.environ
-    assert handle[0].returncode == 0 and not os.path.exists(path)
-    assert "featlearn job server: pid" in (tmp_path / "logs" / "job_server.log").read_text()
+    assert handle[0].returncode == 0 and not os.path.exists(path) and not os.path.exists(os.path.dirname(path))
+    logs = list((tmp_path / "logs").glob("job_server_*.log"))
+    assert len(logs) == 1 and "featlearn job server: pid" in logs[0].read_text()
+
+
+def test_each_run_writes_its_own_server_log(tmp_path):
+    """A second run in the same folder keeps the first run's log (it used to truncate it)."""
+    first = jobserver.run_log_path(str(tmp_path), 111)
+    second = jobserver.run_log_path(str(tmp_path), 222)
+    assert first != second and os.path.dirname(first) == str(tmp_path)
+    assert os.path.basename(first).startswith("job_server_") and first.endswith("_111.log")
+
+
+def test_a_silent_connection_does_not_stall_the_jobs_behind_it(server, tmp_path):
+    """A client that connects and sends nothing is dropped after REQUEST_TIMEOUT_S; the next job runs."""
+    import socket
+
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.connect(server)
+    try:
+        t0 = time.time()
+        res = _job(tmp_path, _env(tmp_path, server))
+        took = time.time() - t0
+    finally:
+        silent.close()
+    assert res.returncode == 0, res.stderr
+    assert "ran in the job server's worker" in res.stderr  # served, not a fallback
+    assert took < jobserver.REQUEST_TIMEOUT_S + 30
+
+
+def test_a_server_that_closes_before_starting_the_job_lets_the_client_run_it(tmp_path):
+    """A server stopped while still warming up (it accepted nothing, or closed the connection before a worker
+    started): the client runs the job itself instead of failing it."""
+    import socket
+    import threading
+
+    (tmp_path / "probe_job.py").write_text(PROBE)
+    path = str(tmp_path / "warming.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(4)
+
+    def accept_then_close():  # reads the request as a warming server would, then ends without an answer
+        conn, _ = listener.accept()
+        try:
+            conn.recv(65536)
+        finally:
+            conn.close()
+
+    thread = threading.Thread(target=accept_then_close)
+    thread.start()
+    try:
+        res = _job(tmp_path, _env(tmp_path, path))
+    finally:
+        thread.join(timeout=30)
+        listener.close()
+    assert res.returncode == 0, res.stderr
+    assert "closed before it started this job" in res.stderr
+    assert _pid_line(res.stdout)["parent"] == str(os.getpid())  # the client ran it
+    assert (tmp_path / "out.txt").read_text() == "done"
+
+
+def test_the_server_refuses_another_user(tmp_path):
+    """SO_PEERCRED: a process of another uid gets a refusal, never a worker (needs root to become another user)."""
+    if os.getuid() != 0:
+        pytest.skip("becoming another user needs root")
+    script = (
+        "import json, os, socket, struct, sys\n"
+        "os.setgid(65534); os.setuid(65534)\n"
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1])\n"
+        "data = json.dumps({'argv': ['--help'], 'cwd': '/', 'env': {}}).encode()\n"
+        "socket.send_fds(s, [struct.pack('!I', len(data))], [0, 1, 2]); s.sendall(data)\n"
+        "head = s.recv(4); n = struct.unpack('!I', head)[0]; print(s.recv(n).decode())\n"
+    )
+    import tempfile
+
+    # a socket that user can reach (in a run, the server's 0700 folder keeps other users out before this check)
+    public = Path(tempfile.mkdtemp(prefix="featlearn-test-peer-"))
+    os.chmod(public, 0o755)
+    proc, sock = _start_server(public, SRC)
+    try:
+        os.chmod(sock, 0o777)
+        out = subprocess.run([sys.executable, "-c", script, sock], capture_output=True, text=True, timeout=60)
+    finally:
+        _stop(proc)
+        shutil.rmtree(public, ignore_errors=True)
+    assert out.returncode == 0, out.stderr
+    reply = json.loads(out.stdout)
+    assert "refused" in reply and "uid 65534" in reply["refused"], reply
+
+
+def test_peer_uid_is_this_users_on_a_local_pair():
+    import socket
+
+    a, b = socket.socketpair(socket.AF_UNIX)
+    try:
+        assert jobserver.peer_uid(a) in (os.getuid(), None)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_stale_server_folders_are_removed_and_live_ones_kept(tmp_path):
+    """Folders of runs that were killed (a socket nobody answers) go; a folder whose server answers stays."""
+    import socket
+
+    stale = tmp_path / f"{jobserver.FOLDER_PREFIX}old"
+    stale.mkdir()
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(stale / "server.sock"))  # bound, never listening, then closed: the file stays, nobody answers
+    dead.close()
+    empty = tmp_path / f"{jobserver.FOLDER_PREFIX}empty"
+    empty.mkdir()
+    live = tmp_path / f"{jobserver.FOLDER_PREFIX}live"
+    live.mkdir()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(live / "server.sock"))
+    listener.listen(1)
+    other = tmp_path / "unrelated"
+    other.mkdir()
+    try:
+        removed = jobserver.remove_stale_folders(str(tmp_path))
+    finally:
+        listener.close()
+    assert sorted(removed) == sorted([str(stale), str(empty)])
+    assert live.is_dir() and other.is_dir() and not stale.exists() and not empty.exists()
 
 
 def test_benchmark_adds_the_workers_usage_of_the_same_run_only(tmp_path):

@@ -99,7 +99,8 @@ def test_smoke_jobs_ran_in_the_job_server_and_are_counted(smoke_run):
 
     work, _, _ = smoke_run
     results = work / "results"
-    assert "featlearn job server: pid" in (results / "logs" / "job_server.log").read_text()
+    logs = list((results / "logs" / "job_server").glob("job_server_*.log"))  # one log per run
+    assert len(logs) == 1 and "featlearn job server: pid" in logs[0].read_text()
     log = (results / "logs" / "templates" / "sweep_fig9.log").read_text()
     assert "ran in the job server's worker" in log and "exit status 0" in log
     bench = results / "benchmarks" / "templates" / "sweep_fig9.tsv"

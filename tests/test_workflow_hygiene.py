@@ -144,3 +144,46 @@ def test_the_estimate_file_sets_a_jobs_runtime_and_memory(tmp_path):
     limits = dict(re.findall(r"^rule (\w+):\n(?:.*\n)*?\s+resources:.*?(runtime=\d+, .*?mem_mb=\d+)", out, re.M))
     assert "runtime=777" in limits["joma_eq6"] and "mem_mb=12345" in limits["joma_eq6"], limits
     assert "runtime=777" not in limits["joma_theorem2"], limits
+
+
+def test_device_auto_asks_for_a_gpu_slot_only_where_a_gpu_is_visible(tmp_path):
+    """Issue 33: with `device: auto`, a machine where no GPU is visible gives the GPU-capable jobs
+    `--device cpu` and no `gpu` slot (they used to wait for one, one at a time); with (fake) GPUs they keep
+    `--device auto` and `gpu=1`."""
+    work = copy_workflow(tmp_path / "wf")
+    (work / "auto.yaml").write_text("device: auto\n")
+    no_gpu, gpus = tmp_path / "no_gpu", tmp_path / "gpus"
+    no_gpu.mkdir()
+    for pci in ("0000:01:00.0", "0000:02:00.0"):
+        (gpus / pci).mkdir(parents=True)
+    args = ("-n", "-p", "--configfile", "config/smoke.yaml", "auto.yaml", "--", "fig_scan_snap_6", "fig_joma_4")
+
+    def dry(env):
+        out = check_ok(snakemake(work, *args, env=env)).stdout
+        computes = "\n".join(line for line in out.splitlines() if "featlearn compute" in line)
+        return computes, dict(re.findall(r"^rule (\w+):\n(?:.*\n)*?\s+resources:.*?gpu=(\d)", out, re.M))
+
+    # no GPU: CUDA_VISIBLE_DEVICES set by a shell profile does not make one
+    out, slots = dry({"FEATLEARN_GPU_DRIVER_DIR": str(no_gpu), "CUDA_VISIBLE_DEVICES": "0"})
+    assert set(slots.values()) == {"0"} and "--device auto" not in out
+    assert slots["scan_snap_syn_medium"] == "0" and "--device cpu" in out
+    # two fake GPUs: today's behaviour
+    out, slots = dry({"FEATLEARN_GPU_DRIVER_DIR": str(gpus)})
+    assert slots["scan_snap_syn_medium"] == "1" and slots["joma_eq6"] == "0"
+    assert "--device auto" in out
+    # GPUs hidden by CUDA_VISIBLE_DEVICES="": none visible
+    out, slots = dry({"FEATLEARN_GPU_DRIVER_DIR": str(gpus), "CUDA_VISIBLE_DEVICES": ""})
+    assert set(slots.values()) == {"0"} and "--device auto" not in out
+
+
+def test_the_slurm_profile_makes_gpu_jobs_insist_on_a_gpu(tmp_path):
+    """Issue 35: through profiles/slurm a GPU job runs `--device cuda` (it fails on a node without a GPU instead
+    of training on its CPU) and asks for a GPU; CPU-only jobs stay `--device cpu`."""
+    work = copy_workflow(tmp_path / "wf")
+    out = check_ok(snakemake(work, "-n", "-p", "--workflow-profile", "profiles/slurm", "--configfile", "config/smoke.yaml",
+                             "--", "fig_scan_snap_6", "fig_joma_4")).stdout
+    slots = dict(re.findall(r"^rule (\w+):\n(?:.*\n)*?\s+resources:.*?gpu=(\d)", out, re.M))
+    computes = [line for line in out.splitlines() if "featlearn compute" in line]
+    assert any("scan_snap_syn_medium" in c or "--device cuda" in c for c in computes)
+    assert "--device auto" not in "\n".join(computes)
+    assert slots["scan_snap_syn_medium"] == "1" and slots["joma_eq6"] == "0"

@@ -72,6 +72,20 @@ def describe_job_device(device: str) -> str:
     return "cpu"
 
 
+def lock_folder(path: str | os.PathLike) -> Path:
+    """The GPU lock folder, created private (0700). One that another user owns is refused: whoever created it
+    first could hold every lock, and this user's jobs would wait for GPUs nobody uses."""
+    folder = Path(path)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = folder.stat()
+    if st.st_uid != os.getuid():
+        raise PermissionError(f"the GPU lock folder {folder} belongs to uid {st.st_uid}, not to this user "
+                              f"(uid {os.getuid()}); set {LOCK_DIR_ENV} to a folder of your own")
+    if st.st_mode & 0o077:
+        folder.chmod(0o700)
+    return folder
+
+
 def claim_gpu(ids: list[str], lock_dir: str | os.PathLike | None = None, wait: float = 0.0, poll: float = 2.0,
               log=lambda msg: print(msg, file=sys.stderr, flush=True)) -> str | None:
     """Lock the first free GPU of ``ids`` for this process and return its name; wait up to ``wait`` seconds for
@@ -79,8 +93,7 @@ def claim_gpu(ids: list[str], lock_dir: str | os.PathLike | None = None, wait: f
     process exits, however it exits."""
     import fcntl
 
-    folder = Path(lock_dir or os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / f"featlearn-gpus-{os.getuid()}")
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = lock_folder(lock_dir or os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / f"featlearn-gpus-{os.getuid()}")
     deadline = time.monotonic() + wait
     warned = False
     while True:

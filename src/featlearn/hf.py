@@ -20,3 +20,12 @@ def dtype_keyword(dtype, version: str | None = None) -> dict:
 
         version = transformers.__version__
     return {"dtype": dtype} if _version(version) >= DTYPE_RENAMED_IN else {"torch_dtype": dtype}
+
+
+def download_command(repo_id: str, revision: str, cache_dir: str | None = None) -> str:
+    """The ``hf download`` command that fetches a checkpoint, every argument quoted for a POSIX shell, so that
+    pasting it runs nothing but the download (a cache folder named ``$(...)`` stays a name)."""
+    import shlex
+
+    words = ["hf", "download", repo_id, "--revision", revision] + (["--cache-dir", cache_dir] if cache_dir else [])
+    return " ".join(shlex.quote(w) for w in words)

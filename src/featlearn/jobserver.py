@@ -11,8 +11,13 @@ and every compute and figure job's command becomes a thin client:
 2. the server checks that the package's code is the code it started with (else it refuses, and the client
    runs the job itself), then forks a worker that takes over those descriptors, folder and environment
    and runs ``featlearn.__main__.main`` on the command line, exactly as a fresh process would;
-3. when the worker ends, the server sends its exit status and resource usage (``wait4``) to the client,
-   which exits with that status.
+3. the server tells the client the worker started; when the worker ends, it sends its exit status and
+   resource usage (``wait4``), and the client exits with that status.
+
+The server serves only its own user: a connection from another uid (``SO_PEERCRED``) is refused, and a
+connection that sends no complete request within ``REQUEST_TIMEOUT_S`` is dropped, so one silent client cannot
+stall the jobs behind it. A client whose connection ends before the server said a worker started (a server
+still warming up that is stopped, say) runs the job itself: nothing ran yet.
 
 A client that dies (Ctrl-C, SIGKILL from Snakemake) closes its socket; the server then kills its worker.
 The server ends when Snakemake stops it (``onsuccess``/``onerror``) or, checked every 50 ms, when its parent
@@ -44,6 +49,8 @@ SOCKET_ENV = "FEATLEARN_JOB_SERVER"  # the server's socket path, set for the job
 USAGE_ENV = "FEATLEARN_USAGE"  # where the client writes the worker's resource usage (set per job by the rules)
 HEADER = struct.Struct("!I")  # length of the JSON request or reply that follows
 POLL_S = 0.05
+REQUEST_TIMEOUT_S = 5.0  # a connected client sends its request at once; a silent one is dropped after this
+FOLDER_PREFIX = "featlearn-jobs-"  # the server's private folder (0700) in the temporary folder, one per run
 # libraries every job of the package imports sooner or later: what a worker need not import again
 # (torch._dynamo: building any torch optimizer imports it, 1.5-2.5 CPU-s)
 PRELOAD = ("torch", "torch._dynamo", "torch.profiler", "numpy", "pandas", "scipy.stats", "matplotlib.pyplot",
@@ -104,6 +111,22 @@ def run_via_server(argv: list[str], environ=os.environ) -> int | None:
         sock.close()
         return None
     try:
+        started, _ = _recv(sock)  # {"started": pid} once a worker runs the job, or {"refused": why}
+    except KeyboardInterrupt:
+        sock.close()
+        return 130
+    except (OSError, ConnectionError, ValueError) as exc:
+        # the server ended before it started a worker for this job (stopped while warming up, say): nothing
+        # ran, so the job runs here
+        sock.close()
+        print(f"featlearn: job server: closed before it started this job ({exc}); running in this process",
+              file=sys.stderr, flush=True)
+        return None
+    if "refused" in started:
+        sock.close()
+        print(f"featlearn: job server: {started['refused']}; running in this process", file=sys.stderr, flush=True)
+        return None
+    try:
         reply, _ = _recv(sock)
     except KeyboardInterrupt:  # the job was interrupted: closing the socket makes the server kill the worker
         sock.close()
@@ -115,9 +138,6 @@ def run_via_server(argv: list[str], environ=os.environ) -> int | None:
         print(f"featlearn: the job server went away while running this job ({exc})", file=sys.stderr, flush=True)
         return 1
     sock.close()
-    if "refused" in reply:
-        print(f"featlearn: job server: {reply['refused']}; running in this process", file=sys.stderr, flush=True)
-        return None
     if usage_path != "-":
         _append_usage(usage_path, {"cpu_s": reply["cpu_s"], "max_rss_mb": reply["max_rss_mb"],
                                    "finished": time.time(), "worker_pid": reply["pid"], "argv": list(argv)})
@@ -270,24 +290,23 @@ class Server:
 
     def _accept(self) -> None:
         conn, _ = self.listener.accept()
+        uid = peer_uid(conn)
+        if uid is not None and uid != os.getuid():  # only the server's own user may have a job run in its name
+            self._refuse(conn, [], f"the connecting process runs as uid {uid}, not the server's uid {os.getuid()}")
+            return
+        conn.settimeout(REQUEST_TIMEOUT_S)
         try:
             request, fds = _recv(conn, with_fds=True)
-        except (OSError, ConnectionError, ValueError):
+        except (OSError, ConnectionError, ValueError):  # closed, garbled, or silent past the timeout
             conn.close()
             return
+        conn.settimeout(None)
         from featlearn.compute import code_fingerprint
 
         now = code_fingerprint()
         if now != self.code or len(fds) != 3:
-            reason = (f"the package's code changed since the server started ({self.code} -> {now})"
-                      if now != self.code else "the request did not carry three file descriptors")
-            for fd in fds:
-                os.close(fd)
-            try:
-                _send(conn, {"refused": reason})
-            except OSError:
-                pass
-            conn.close()
+            self._refuse(conn, fds, f"the package's code changed since the server started ({self.code} -> {now})"
+                         if now != self.code else "the request did not carry three file descriptors")
             return
         server = os.getpid()
         pid = os.fork()
@@ -296,7 +315,21 @@ class Server:
         for fd in fds:
             os.close(fd)
         self.workers[pid] = conn
+        try:
+            _send(conn, {"started": pid})
+        except OSError:  # the client is already gone: so is the job
+            _kill(pid)
         self.selector.register(conn, selectors.EVENT_READ, pid)
+
+    @staticmethod
+    def _refuse(conn: socket.socket, fds: list[int], reason: str) -> None:
+        for fd in fds:
+            os.close(fd)
+        try:
+            _send(conn, {"refused": reason})
+        except OSError:
+            pass
+        conn.close()
 
     def _client_gone(self, pid: int) -> None:
         """The client's socket became readable: it closed (the job was killed), so kill its worker."""
@@ -355,10 +388,65 @@ class Server:
             time.sleep(POLL_S)
         self.selector.close()
         self.listener.close()
+        _remove_socket(self.path)
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket (Linux ``SO_PEERCRED``; None elsewhere)."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return None
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1]
+
+
+def _remove_socket(path: str) -> None:
+    """Remove the socket, and its folder when that is a server folder this module made and it is now empty."""
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+    folder = os.path.dirname(path)
+    if os.path.basename(folder).startswith(FOLDER_PREFIX):
         try:
-            os.remove(self.path)
-        except FileNotFoundError:
+            os.rmdir(folder)
+        except OSError:
             pass
+
+
+def remove_stale_folders(tmp: str | None = None) -> list[str]:
+    """Remove this user's server folders left in the temporary folder by runs that were killed (no server
+    answers on their socket); returns the folders removed. A folder whose server still answers is kept."""
+    import glob
+    import shutil
+    import tempfile
+
+    removed = []
+    for folder in glob.glob(os.path.join(tmp or tempfile.gettempdir(), FOLDER_PREFIX + "*")):
+        try:
+            if os.stat(folder).st_uid != os.getuid():
+                continue
+        except OSError:
+            continue
+        sock_path = os.path.join(folder, "server.sock")
+        if os.path.exists(sock_path):
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(sock_path)
+                continue  # a live server (another run's): keep it
+            except OSError:
+                pass
+            finally:
+                probe.close()
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def run_log_path(log_dir: str, parent: int) -> str:
+    """One log per run: ``<log_dir>/job_server_<UTC time>_<Snakemake pid>.log`` (a second run in the same folder
+    no longer truncates the first run's log)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return os.path.join(log_dir, f"job_server_{stamp}_{parent}.log")
 
 
 def _die_with_parent() -> None:
@@ -382,15 +470,18 @@ def _kill(pid: int) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ workflow
-def start(log_path: str, src: str, parent: int) -> tuple | None:
-    """Start a server for this run (the Snakefile's ``onstart``) and point the jobs at it; returns what
-    :func:`stop` needs, or None when the server did not come up within a minute (the jobs then run in their
-    own processes)."""
+def start(log_dir: str, src: str, parent: int) -> tuple | None:
+    """Start a server for this run (the Snakefile's ``onstart``), logging to a file of its own in ``log_dir``
+    (:func:`run_log_path`), and point the jobs at it; returns what :func:`stop` needs, or None when the server
+    did not come up within a minute (the jobs then run in their own processes). Folders left by killed runs
+    are removed first."""
     import shutil
     import subprocess
     import tempfile
 
-    folder = tempfile.mkdtemp(prefix="featlearn-jobs-")
+    remove_stale_folders()
+    folder = tempfile.mkdtemp(prefix=FOLDER_PREFIX)  # mode 0700: only this user can reach the socket
+    log_path = run_log_path(log_dir, parent)
     path = os.path.join(folder, "server.sock")
     os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p))

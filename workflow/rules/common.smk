@@ -209,7 +209,7 @@ def start_job_server():
         and not methods & {"CONDA", "APPTAINER"}
     ):
         JOB_SERVER["handle"] = featlearn.jobserver.start(
-            f"{LOGS}/job_server.log", SRC, os.getpid()
+            f"{LOGS}/job_server", SRC, os.getpid()
         )
 
 
@@ -261,6 +261,11 @@ def job_device(job):
     """The device a job runs on (a function of the wildcards, evaluated when the job is created): the run's
     device for jobs that can use a GPU, else the CPU."""
     return lambda wildcards: run_device() if job.resources.gpu else "cpu"
+
+
+# Download and preparation of the data come before everything: they take minutes and every training of real
+# data waits for them (Snakemake does not pass a job's priority on to the jobs it waits for).
+DATA_PRIORITY = 2000
 
 
 def job_priority(job):

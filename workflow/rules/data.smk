@@ -18,6 +18,8 @@ rule data_fetch:
             )
         ),
     localrule: True
+    # before the trainings (their priorities, job_priority in common.smk): minutes of data work unblock them
+    priority: DATA_PRIORITY
     conda:
         ENV
     params:
@@ -46,6 +48,7 @@ rule data_prepare_classification:
     conda:
         ENV
     threads: 1
+    priority: DATA_PRIORITY
     resources:
         mem_mb=4000,
         runtime=30,
@@ -80,6 +83,7 @@ rule data_prepare_lm:
     conda:
         ENV
     threads: 1
+    priority: DATA_PRIORITY
     resources:
         mem_mb=lambda wc: 12000 if wc.name == "wikitext103" else 4000,
         runtime=lambda wc: 120 if wc.name == "wikitext103" else 30,
@@ -111,6 +115,7 @@ rule data_prepare_chars:
     conda:
         ENV
     threads: 1
+    priority: DATA_PRIORITY
     resources:
         mem_mb=2000,
         runtime=10,

@@ -26,6 +26,7 @@ import pandas as pd
 import torch
 
 from featlearn.data.fetch import resolve_offline
+from featlearn.hf import download_command
 from featlearn.io import load_tensor, write_csv
 from featlearn.lm.attention import attention_entropy, uniform_causal_entropy
 from featlearn.lm.rank import gaussian_stable_rank, stable_rank
@@ -144,8 +145,7 @@ def available(name: str, revision: str, cache_dir: str | None, offline: bool) ->
         return True, f"{spec.repo_id}@{revision} is not (fully) in {where}; it will be downloaded from the hub"
     return False, (
         f"{spec.repo_id}@{revision} is not in {where} (missing: {'; '.join(missing)}) and offline is set; "
-        f"download it first (hf download {spec.repo_id} --revision {revision}"
-        f"{' --cache-dir ' + cache_dir if cache_dir else ''}) or allow the network"
+        f"download it first ({download_command(spec.repo_id, revision, cache_dir)}) or allow the network"
     )
 
 

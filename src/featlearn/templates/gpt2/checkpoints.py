@@ -3,6 +3,8 @@ Snakefile can ask at DAG-building time without importing torch or transformers."
 
 from __future__ import annotations
 
+from featlearn.hf import download_command
+
 # Public GPT-2 checkpoints of Figs. 7 and 24 [P]: hub names as from_pretrained takes them.
 PRETRAINED = ("gpt2", "gpt2-medium", "gpt2-large")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -40,5 +42,5 @@ def available(name: str, revision: str, cache_dir: str | None, offline: bool) ->
     if not offline:
         return True, f"{name}@{revision} is not (fully) in {where}; it will be downloaded from the hub"
     return False, (f"{name}@{revision} is not in {where} (missing: {'; '.join(missing)}) and offline is set; download it "
-                   f"first (hf download {name} --revision {revision}{' --cache-dir ' + cache_dir if cache_dir else ''}) or "
+                   f"first ({download_command(name, revision, cache_dir)}) or "
                    "allow the network")
