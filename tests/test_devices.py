@@ -128,3 +128,65 @@ def test_a_job_waiting_for_a_gpu_says_so(tmp_path):
     said = []
     assert claim_gpu(["0"], lock_dir=tmp_path, wait=0.2, poll=0.05, log=said.append) is None
     assert said and "waiting" in said[0]
+
+
+SHARE = """
+import os, sys, time
+from featlearn.devices import pin_one_gpu
+try:
+    print(pin_one_gpu("cuda", os.environ, need_mb=int(sys.argv[2]), lock_dir=sys.argv[1], wait=0.0), flush=True)
+except RuntimeError as exc:
+    print("error", exc, flush=True)
+time.sleep(float(sys.argv[3]))
+"""
+
+
+def _share(tmp_path, need_mb: int, hold_s: float, env: dict) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", SHARE, str(tmp_path), str(need_mb), str(hold_s)], env=env,
+                            stdout=subprocess.PIPE, text=True)
+
+
+def test_jobs_share_fake_gpus_while_their_memory_fits(tmp_path):
+    """Issue 34: two fake 10 GB GPUs. Jobs of 4 GB pack two to a GPU, spread over both; a fifth does not fit and
+    gets none (it would wait); once a job ends its memory is free again."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "0,1", "FEATLEARN_GPU_MEMORY_MB": "10000"}
+    holders = [_share(tmp_path, 4000, 6, env) for _ in range(4)]
+    got = sorted(p.stdout.readline().strip() for p in holders)
+    assert got == ["0", "0", "1", "1"]
+    fifth = _share(tmp_path, 4000, 0, env)
+    assert fifth.stdout.readline().strip() == "None"
+    fifth.wait(timeout=30)
+    # a small job still fits beside them (2 GB left on each)
+    small = _share(tmp_path, 2000, 0, env)
+    assert small.stdout.readline().strip() in ("0", "1")
+    small.wait(timeout=30)
+    for p in holders:
+        p.wait(timeout=30)
+    after = _share(tmp_path, 9000, 0, env)  # all ended: a large job fits again
+    assert after.stdout.readline().strip() in ("0", "1")
+    after.wait(timeout=30)
+
+
+def test_a_job_larger_than_every_gpu_fails_with_a_message(tmp_path):
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "0,1", "FEATLEARN_GPU_MEMORY_MB": "10000"}
+    p = _share(tmp_path, 20000, 0, env)
+    line = p.stdout.readline()
+    p.wait(timeout=30)
+    assert line.startswith("error") and "more than any GPU has" in line
+
+
+def test_a_whole_gpu_job_and_sharing_jobs_keep_apart(tmp_path):
+    """A job that declared no memory holds a GPU whole: sharers skip that GPU, and it cannot take a GPU that
+    sharers are on."""
+    from featlearn.devices import claim_gpu
+
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "0,1", "FEATLEARN_GPU_MEMORY_MB": "10000"}
+    sharer = _share(tmp_path, 1000, 5, env)
+    on = sharer.stdout.readline().strip()
+    other = "1" if on == "0" else "0"
+    assert claim_gpu([on], lock_dir=tmp_path, wait=0.0) is None  # the sharer's GPU is not free to hold whole
+    assert claim_gpu([other], lock_dir=tmp_path, wait=0.0) == other  # this test process now holds the other whole
+    second = _share(tmp_path, 1000, 0, env)
+    assert second.stdout.readline().strip() == on  # not the GPU held whole
+    second.wait(timeout=30)
+    sharer.wait(timeout=30)

@@ -72,3 +72,16 @@ def test_a_missing_or_broken_estimate_file_sizes_nothing(tmp_path):
     good = tmp_path / "good.json"
     good.write_text('{"device": "cpu", "jobs": {"a:1": {"runtime": 30}}}')
     assert sizing.load_estimate(str(good)) == {"a:1": {"runtime": 30}}
+
+
+def test_gpu_memory_of_a_job_from_its_measured_peak_or_the_formula():
+    """gpu_mem_mb: the CUDA context plus 1.25 x a measured CUDA peak, or 2 x the formula's peak; CPU jobs get none."""
+    from featlearn.sizing import GPU_CONTEXT_MB, estimated_limits, gpu_memory, resource_key
+
+    gib = 2**30
+    assert estimated_limits(60, 1 * gib, 2 * gib, gpu=True)["gpu_mem_mb"] == GPU_CONTEXT_MB + 2560
+    assert estimated_limits(60, 1 * gib, None, gpu=True)["gpu_mem_mb"] == GPU_CONTEXT_MB + 2048
+    assert "gpu_mem_mb" not in estimated_limits(60, 1 * gib, 2 * gib, gpu=False)
+    table = {resource_key("r", "{}"): {"gpu_mem_mb": 900}}
+    assert gpu_memory(table, "r", "{}", floor=4000) == 900  # may be below the host-memory floor
+    assert gpu_memory(table, "r", '{"other": 1}', floor=4000) == 4000

@@ -109,7 +109,8 @@ def test_a_dry_run_never_contacts_the_model_hub(tmp_path):
 
 def test_the_gpu_profile_asks_for_cuda_and_keeps_cpu_jobs_off_the_gpu(tmp_path):
     """profiles/gpu: GPU jobs run with --device cuda (a machine without a GPU fails loudly instead of training
-    on the CPU), one GPU slot by default, and CPU-only jobs never ask for the GPU."""
+    on the CPU) and declare their GPU memory, which the profile caps (jobs share the card while they fit);
+    CPU-only jobs never ask for the GPU."""
     from wfutil import REPO
 
     work = copy_workflow(tmp_path / "wf")
@@ -119,8 +120,11 @@ def test_the_gpu_profile_asks_for_cuda_and_keeps_cpu_jobs_off_the_gpu(tmp_path):
     assert "--device cuda" in out and "--device auto" not in out
     gpu = dict(re.findall(r"^rule (\w+):\n(?:.*\n)*?\s+resources:.*?gpu=(\d)", out, re.M))
     assert gpu["scan_snap_syn_medium"] == "1" and gpu["joma_eq6"] == "0"  # a GPU job and a CPU-only one
+    mem = dict(re.findall(r"^rule (\w+):\n(?:.*\n)*?\s+resources:.*?gpu_mem_mb=(\d+)", out, re.M))
+    assert int(mem["scan_snap_syn_medium"]) > 0 and mem["joma_eq6"] == "0"
+    assert re.search(r"--gpu-mem-mb [1-9]\d*", out) and "--gpu-mem-mb 0" in out
     profile = yaml.safe_load((REPO / "profiles" / "gpu" / "config.yaml").read_text())
-    assert profile["resources"] == {"gpu": 1}
+    assert profile["resources"] == {"gpu_mem_mb": 76000}  # no one-job `gpu` slot: jobs share by memory
 
 
 def test_the_estimate_file_sets_a_jobs_runtime_and_memory(tmp_path):
@@ -141,9 +145,39 @@ def test_the_estimate_file_sets_a_jobs_runtime_and_memory(tmp_path):
     table.parent.mkdir(parents=True)
     table.write_text(json.dumps({"device": "test", "jobs": {key: {"runtime": 777, "mem_mb": 12345}}}))
     out = check_ok(snakemake(work, "-n", "--configfile", "config/smoke.yaml", "--", "fig_joma_4", "check_joma_theorem2")).stdout
-    limits = dict(re.findall(r"^rule (\w+):\n(?:.*\n)*?\s+resources:.*?(runtime=\d+, .*?mem_mb=\d+)", out, re.M))
+    limits = dict(re.findall(r"^rule (\w+):\n(?:.*\n)*?\s+resources:.*?(runtime=\d+, .*?\bmem_mb=\d+)", out, re.M))
     assert "runtime=777" in limits["joma_eq6"] and "mem_mb=12345" in limits["joma_eq6"], limits
     assert "runtime=777" not in limits["joma_theorem2"], limits
+
+
+def test_the_estimate_file_sets_a_gpu_jobs_gpu_memory(tmp_path):
+    """A GPU job's gpu_mem_mb (what profiles/gpu packs by) is the estimate's where resources.json has one, else
+    its rule's mem_mb; on the CPU it is 0."""
+    import importlib
+
+    from featlearn import sizing
+    from featlearn.registry import Paths
+    from featlearn.workflow import scale_config
+    from wfutil import REPO
+
+    work = copy_workflow(tmp_path / "wf")
+    shutil.copytree(REPO / "profiles" / "gpu", work / "profiles" / "gpu")
+    config = scale_config("smoke", REPO / "config")
+    jobs = {j.name: j for j in importlib.import_module("featlearn.scan_snap.registry").registry(config, Paths("results"), lambda n: True).jobs}
+    job = jobs["scan_snap_syn_medium"]
+    key = sizing.resource_key(job.name, job.settings_json(None))
+    table = work / "results" / sizing.ESTIMATE_RESOURCES
+    table.parent.mkdir(parents=True)
+
+    def declared():
+        out = check_ok(snakemake(work, "-n", "--workflow-profile", "profiles/gpu", "--configfile", "config/smoke.yaml",
+                                 "--", "fig_scan_snap_6")).stdout
+        return int(dict(re.findall(r"^rule (\w+):\n(?:.*\n)*?\s+resources:.*?gpu_mem_mb=(\d+)", out, re.M))["scan_snap_syn_medium"])
+
+    table.write_text(json.dumps({"device": "test", "jobs": {}}))
+    assert declared() == job.resources.mem_mb  # no estimate for it: the rule's host-memory limit
+    table.write_text(json.dumps({"device": "test", "jobs": {key: {"runtime": 20, "mem_mb": 3000, "gpu_mem_mb": 1234}}}))
+    assert declared() == 1234
 
 
 def test_device_auto_asks_for_a_gpu_slot_only_where_a_gpu_is_visible(tmp_path):

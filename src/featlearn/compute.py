@@ -65,7 +65,7 @@ def _main(args) -> None:
     from featlearn.devices import describe_job_device, pin_one_gpu, resolve_device
 
     # several GPUs on this machine: claim one before torch starts CUDA (no-op on the CPU or with one GPU)
-    pinned = pin_one_gpu(args.device)
+    pinned = pin_one_gpu(args.device, need_mb=args.gpu_mem_mb or None)
     if pinned is not None:
         print(f"featlearn: this job uses GPU {pinned} (CUDA_VISIBLE_DEVICES={pinned})", flush=True)
 
@@ -91,4 +91,7 @@ def register(sub) -> None:
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--device", required=True, help="auto, cpu or cuda")
     p.add_argument("--work-dir", default="", help="folder of resume checkpoints (jobs that keep them)")
+    p.add_argument("--gpu-mem-mb", type=int, default=0,
+                   help="GPU memory the job declared (its gpu_mem_mb resource): with several GPUs it shares one "
+                        "where this fits; 0: it holds a GPU whole")
     p.set_defaults(func=_main)

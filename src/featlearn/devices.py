@@ -5,6 +5,11 @@ which GPU each should use. Before a job starts PyTorch, :func:`pin_one_gpu` clai
 lock file per GPU, held until the job's process ends) and sets ``CUDA_VISIBLE_DEVICES`` to it, so concurrent
 jobs land on different GPUs and each sees its GPU as ``cuda:0``. Where a scheduler already gave the job one
 GPU (SLURM sets ``CUDA_VISIBLE_DEVICES``), nothing is changed.
+
+Several jobs can share one GPU: a job that declares the GPU memory it needs (``gpu_mem_mb``, from the cost
+estimate or its rule) records it in a ledger beside the locks and takes the GPU with the most memory left
+where it fits (:func:`claim_gpu_memory`); ``profiles/gpu`` caps the sum over all running jobs with the global
+resource ``gpu_mem_mb``, so Snakemake starts as many GPU jobs as fit.
 """
 
 from __future__ import annotations
@@ -114,15 +119,116 @@ def claim_gpu(ids: list[str], lock_dir: str | os.PathLike | None = None, wait: f
         time.sleep(poll)
 
 
-def pin_one_gpu(device: str, environ=os.environ, **kw) -> str | None:
+MEMORY_ENV = "FEATLEARN_GPU_MEMORY_MB"  # every GPU's memory in MB (tests, or to keep headroom); else nvidia-smi
+
+
+def gpu_totals_mb(ids: list[str], environ=os.environ) -> dict[str, int]:
+    """Total memory (MB) of each GPU of ``ids`` that can be told without starting CUDA: ``FEATLEARN_GPU_MEMORY_MB``
+    for every GPU where set, else what ``nvidia-smi`` lists for that index (GPUs named by UUID are left out)."""
+    if environ.get(MEMORY_ENV):
+        return {gid: int(environ[MEMORY_ENV]) for gid in ids}
+    import subprocess
+
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    listed = dict(tuple(x.strip() for x in line.split(",")[:2]) for line in out.splitlines() if line.count(",") >= 1)
+    return {gid: int(float(listed[gid])) for gid in ids if gid in listed}
+
+
+def _start_time(pid: int) -> str | None:
+    """The start time of process ``pid`` (``/proc/<pid>/stat`` field 22), telling a live holder from a reused pid;
+    None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        return "?"
+
+
+def held_mb(folder: Path, gid: str) -> int:
+    """GPU memory (MB) that the live jobs sharing GPU ``gid`` declared; records of jobs that ended are removed."""
+    total = 0
+    for rec in (folder / f"gpu{gid}.jobs").glob("*"):
+        try:
+            mb, started = rec.read_text().split()
+        except (OSError, ValueError):
+            continue
+        alive = _start_time(int(rec.name))
+        if alive is None or (alive != "?" and alive != started):
+            rec.unlink(missing_ok=True)
+            continue
+        total += int(mb)
+    return total
+
+
+def claim_gpu_memory(ids: list[str], need_mb: int, totals: dict[str, int], lock_dir: str | os.PathLike | None = None,
+                     wait: float = 0.0, poll: float = 2.0,
+                     log=lambda msg: print(msg, file=sys.stderr, flush=True)) -> str | None:
+    """Share a GPU: pick the GPU of ``ids`` with the most memory left once the live jobs on it are counted, among
+    those where ``need_mb`` fits (``totals``: each GPU's memory; a GPU of unknown size takes any job), record this
+    job's ``need_mb`` there until the process ends, and return its name; wait up to ``wait`` seconds for room
+    (None if none frees up). A GPU held whole by a job that declared no memory (:func:`claim_gpu`) is skipped;
+    such a job waits until the sharers have left (they hold the GPU's lock shared)."""
+    import fcntl
+
+    folder = lock_folder(lock_dir or os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / f"featlearn-gpus-{os.getuid()}")
+    too_big = [g for g in ids if g in totals and need_mb > totals[g]]
+    if too_big and len(too_big) == len(ids):
+        raise RuntimeError(f"this job declares {need_mb} MB of GPU memory, more than any GPU has "
+                           f"({', '.join(f'GPU {g}: {totals[g]} MB' for g in ids)})")
+    deadline = time.monotonic() + wait
+    warned = False
+    while True:
+        with open(folder / "ledger.lock", "a+") as ledger:
+            fcntl.flock(ledger, fcntl.LOCK_EX)  # one claimant at a time reads and writes the records
+            free = {g: totals.get(g, 10**12) - held_mb(folder, g) for g in ids}
+            for gid in sorted(ids, key=lambda g: -free[g]):
+                if free[gid] < need_mb:
+                    break
+                fh = open(folder / f"gpu{gid}.lock", "a+")
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except OSError:  # held whole by another job
+                    fh.close()
+                    continue
+                _HELD.append(fh)
+                jobs = folder / f"gpu{gid}.jobs"
+                jobs.mkdir(mode=0o700, exist_ok=True)
+                (jobs / str(os.getpid())).write_text(f"{need_mb} {_start_time(os.getpid())}\n")
+                return gid
+        if time.monotonic() >= deadline:
+            return None
+        if not warned:
+            log(f"featlearn: no GPU of {', '.join(ids)} has {need_mb} MB free for this job "
+                f"(free now: {', '.join(f'{g}: {max(0, free[g])} MB' for g in ids if free[g] < 10**11)}); waiting")
+            warned = True
+        time.sleep(poll)
+
+
+def pin_one_gpu(device: str, environ=os.environ, need_mb: int | None = None, **kw) -> str | None:
     """Give this job one GPU of several (see the module's docstring); returns the GPU pinned, or None when there
-    was nothing to choose (CPU device, no GPU, or exactly one visible). Call before PyTorch starts CUDA."""
+    was nothing to choose (CPU device, no GPU, or exactly one visible). With ``need_mb`` (the job's declared
+    ``gpu_mem_mb``) the GPU is shared with other jobs while their memory fits (:func:`claim_gpu_memory`);
+    without it the job holds a GPU whole (:func:`claim_gpu`). Call before PyTorch starts CUDA."""
     if device == "cpu":
         return None
     ids = visible_gpu_ids(environ, **({"driver_dir": kw.pop("driver_dir")} if "driver_dir" in kw else {}))
     if len(ids) <= 1:
         return None
-    gid = claim_gpu(ids, wait=kw.pop("wait", 24 * 3600.0), **kw)
+    wait = kw.pop("wait", 24 * 3600.0)
+    if need_mb:  # the job declared its GPU memory: share a GPU with others as long as the memory fits
+        gid = claim_gpu_memory(ids, need_mb, gpu_totals_mb(ids, environ), wait=wait, **kw)
+    else:
+        gid = claim_gpu(ids, wait=wait, **kw)
     if gid is None:
         return None
     environ["CUDA_VISIBLE_DEVICES"] = gid

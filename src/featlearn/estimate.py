@@ -1158,14 +1158,16 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
 
 def resources_table(nodes: list[Node], meta: dict) -> dict:
     """The scheduler limits of every modelled job with an estimated time (``featlearn.sizing``), keyed by rule and
-    settings digest: what the workflow's ``runtime`` and ``mem_mb`` read where this file exists."""
+    settings digest: what the workflow's ``runtime``, ``mem_mb`` and ``gpu_mem_mb`` read where this file exists
+    (``gpu_mem_mb`` from the CUDA peak where every part of the job measured one, else from the formula)."""
     from featlearn.sizing import estimated_limits, resource_key
 
     jobs = {}
     for n in nodes:
         if n.cost is None or n.seconds is None or n.settings is None:
             continue
-        limits = estimated_limits(n.seconds, n.cost.memory)
+        peaks = [rec.get("peak_memory_bytes") for rec in n.per_step if rec and rec.get("peak_memory_bytes")]
+        limits = estimated_limits(n.seconds, n.cost.memory, max(peaks) if len(peaks) == len(n.cost.parts) else None, gpu=n.gpu)
         jobs[resource_key(n.rule, json.dumps(n.settings, sort_keys=True))] = {"job": n.label, "seconds": round(n.seconds, 1), **limits}
     return {"device": meta["device_name"], "date": meta["date"], "configfiles": meta["configfiles"], "jobs": jobs}
 

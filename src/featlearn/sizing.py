@@ -82,14 +82,29 @@ def resource_key(rule: str, settings_json: str) -> str:
     return f"{rule}:{hashlib.sha256(settings_json.encode()).hexdigest()[:16]}"
 
 
-def estimated_limits(seconds: float | None, memory_bytes: float | None) -> dict[str, int]:
-    """Scheduler limits of one job from its estimate: ``runtime`` in minutes, ``mem_mb``; a value that was not
-    estimated is left out."""
+# GPU memory of a job that may share its GPU with others (``gpu_mem_mb``, what profiles/gpu packs by): the CUDA
+# context and library workspaces of a PyTorch process [D: about 0.5 GB on recent drivers, rounded up], plus the
+# peak: the peak PyTorch measured in the estimate's probe (``torch.cuda.max_memory_allocated``) times
+# GPU_MEASURED_MARGIN (the caching allocator's fragmentation) where it was measured at the job's own shape, else
+# MEM_MARGIN times the formula's peak.
+GPU_CONTEXT_MB = 800
+GPU_MEASURED_MARGIN = 1.25
+
+
+def estimated_limits(seconds: float | None, memory_bytes: float | None, cuda_peak_bytes: float | None = None,
+                     gpu: bool = False) -> dict[str, int]:
+    """Scheduler limits of one job from its estimate: ``runtime`` in minutes, ``mem_mb`` and, for a job that can
+    use a GPU, ``gpu_mem_mb``; a value that was not estimated is left out."""
     out = {}
     if seconds is not None:
         out["runtime"] = START_MINUTES + math.ceil(MARGIN * seconds / 60)
     if memory_bytes is not None:
         out["mem_mb"] = MEM_BASE_MB + math.ceil(MEM_MARGIN * memory_bytes / 2**20)
+    if gpu:
+        if cuda_peak_bytes:
+            out["gpu_mem_mb"] = GPU_CONTEXT_MB + math.ceil(GPU_MEASURED_MARGIN * cuda_peak_bytes / 2**20)
+        elif memory_bytes is not None:
+            out["gpu_mem_mb"] = GPU_CONTEXT_MB + math.ceil(MEM_MARGIN * memory_bytes / 2**20)
     return out
 
 
@@ -108,3 +123,10 @@ def sized(table: dict[str, dict], rule: str, settings_json: str, key: str, floor
     """``key`` (runtime or mem_mb) of a job: the estimate's value where the table has one for this job, never
     below ``floor`` (the rule's fixed limit)."""
     return max(floor, int(table.get(resource_key(rule, settings_json), {}).get(key, 0)))
+
+
+def gpu_memory(table: dict[str, dict], rule: str, settings_json: str, floor: int) -> int:
+    """``gpu_mem_mb`` of a GPU job: the estimate's value where the table has one for this job (it may be below
+    the host-memory floor: small models need little GPU memory), else ``floor`` (the rule's ``mem_mb``)."""
+    value = table.get(resource_key(rule, settings_json), {}).get("gpu_mem_mb")
+    return int(value) if value else floor

@@ -29,6 +29,7 @@ for job in REGISTERED_JOBS:
             mem_mb=job_limit(job, "mem_mb"),
             runtime=job_limit(job, "runtime"),
             gpu=gpu_slots(job),
+            gpu_mem_mb=job_gpu_memory(job),
         params:
             **usage_param(PATHS.benchmark(job.paper, job.stem)),
             run=job.run,
@@ -45,7 +46,8 @@ for job in REGISTERED_JOBS:
             SERVER_ENV
             + "python -m featlearn compute --run {params.run} --settings {params.settings:q}"
             " --inputs {params.inputs:q} --outputs {params.outputs:q} --threads {params.torch_threads}"
-            " --device {params.device} --work-dir={params.work_dir:q} > {log} 2>&1"
+            " --device {params.device} --gpu-mem-mb {resources.gpu_mem_mb}"
+            " --work-dir={params.work_dir:q} > {log} 2>&1"
 
 
 # Figure rules: fig_<paper>_<n>, table_<paper>_<n> or check_<paper>_<id>.

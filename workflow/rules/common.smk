@@ -279,6 +279,24 @@ def job_priority(job):
     )
 
 
+def job_gpu_memory(job):
+    """The job's `gpu_mem_mb` resource: the GPU memory it declares where it asks for a GPU (the estimate's, from
+    results/estimate/resources.json, else its rule's mem_mb), 0 on the CPU. profiles/gpu caps the sum of the
+    running jobs' values with the global resource gpu_mem_mb, so several jobs share a card as long as they fit.
+    """
+    mem = job.resources.mem_mb
+
+    def need(wildcards):
+        if job_device(job)(wildcards) == "cpu":
+            return 0
+        floor = mem(wildcards) if callable(mem) else mem
+        return featlearn.sizing.gpu_memory(
+            ESTIMATED, job.name, job.settings_json(wildcards), floor
+        )
+
+    return need
+
+
 def gpu_slots(job):
     """The job's `gpu` resource: 1 where it will ask for a GPU (device not `cpu`), else 0."""
     return lambda wildcards: 0 if job_device(job)(wildcards) == "cpu" else 1

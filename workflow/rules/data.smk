@@ -17,9 +17,9 @@ rule data_fetch:
                 }
             )
         ),
-    localrule: True
     # before the trainings (their priorities, job_priority in common.smk): minutes of data work unblock them
     priority: DATA_PRIORITY
+    localrule: True
     conda:
         ENV
     params:
@@ -45,10 +45,10 @@ rule data_prepare_classification:
         f"{BENCH}/data/prepare_{{name}}.tsv"
     wildcard_constraints:
         name="sst|sstwsub|imdb|ag_news",
+    priority: DATA_PRIORITY
     conda:
         ENV
     threads: 1
-    priority: DATA_PRIORITY
     resources:
         mem_mb=4000,
         runtime=30,
@@ -80,10 +80,10 @@ rule data_prepare_lm:
         f"{BENCH}/data/prepare_{{name}}.tsv"
     wildcard_constraints:
         name="wikitext2|wikitext103|ptb",
+    priority: DATA_PRIORITY
     conda:
         ENV
     threads: 1
-    priority: DATA_PRIORITY
     resources:
         mem_mb=lambda wc: 12000 if wc.name == "wikitext103" else 4000,
         runtime=lambda wc: 120 if wc.name == "wikitext103" else 30,
@@ -112,10 +112,10 @@ rule data_prepare_chars:
         f"{BENCH}/data/prepare_{{name}}.tsv"
     wildcard_constraints:
         name="tinyshakespeare",
+    priority: DATA_PRIORITY
     conda:
         ENV
     threads: 1
-    priority: DATA_PRIORITY
     resources:
         mem_mb=2000,
         runtime=10,
