@@ -221,3 +221,18 @@ def test_the_slurm_profile_makes_gpu_jobs_insist_on_a_gpu(tmp_path):
     assert any("scan_snap_syn_medium" in c or "--device cuda" in c for c in computes)
     assert "--device auto" not in "\n".join(computes)
     assert slots["scan_snap_syn_medium"] == "1" and slots["joma_eq6"] == "0"
+
+
+def test_precision_reaches_the_trainings_only_and_a_bad_one_stops_the_run(tmp_path):
+    """Issue 34: `precision: bf16` is given to the jobs that can use a GPU; every other job computes in fp32;
+    an unknown precision stops the run naming the key."""
+    work = copy_workflow(tmp_path / "wf")
+    (work / "bf16.yaml").write_text("precision: bf16\n")
+    out = check_ok(snakemake(work, "-n", "-p", "--configfile", "config/smoke.yaml", "bf16.yaml", "--",
+                             "fig_scan_snap_6", "fig_joma_4")).stdout
+    runs = {m.group(1): m.group(2) for m in re.finditer(r"--run (\S+).*?--precision (\w+)", out)}
+    assert runs["featlearn.scan_snap.experiments:syn_medium"] == "bf16", runs
+    assert any(v == "fp32" for v in runs.values()), runs  # the CPU-only simulations
+    (work / "bad.yaml").write_text("precision: fp16\n")
+    bad = snakemake(work, "-n", "--configfile", "config/smoke.yaml", "bad.yaml", "--", "fig_joma_4")
+    assert bad.returncode != 0 and "precision" in bad.stdout + bad.stderr

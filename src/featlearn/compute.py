@@ -18,6 +18,7 @@ class Context:
     device: str = "cpu"
     threads: int = 1
     work_dir: str | None = None
+    precision: str = "fp32"
 
 
 def run_job(run: str, settings: dict, inputs: dict, outputs: dict, ctx: Context) -> None:
@@ -53,10 +54,14 @@ def inputs_fingerprint(inputs: dict) -> str:
     return h.hexdigest()[:16]
 
 
-def run_identity(inputs: dict, threads: int, device: str) -> dict:
+def run_identity(inputs: dict, threads: int, device: str, precision: str = "fp32") -> dict:
     """What a resume checkpoint must have been written under, besides the run's settings: the code, the inputs,
-    the numeric thread count and the device (:func:`featlearn.training.resumable_training` reads it)."""
-    return {"code": code_fingerprint(), "inputs": inputs_fingerprint(inputs), "threads": threads, "device": device}
+    the numeric thread count, the device and the precision (:func:`featlearn.training.resumable_training`
+    reads it)."""
+    ident = {"code": code_fingerprint(), "inputs": inputs_fingerprint(inputs), "threads": threads, "device": device}
+    if precision != "fp32":  # fp32 checkpoints written before the setting existed stay valid
+        ident["precision"] = precision
+    return ident
 
 
 def _main(args) -> None:
@@ -70,16 +75,20 @@ def _main(args) -> None:
         print(f"featlearn: this job uses GPU {pinned} (CUDA_VISIBLE_DEVICES={pinned})", flush=True)
 
     import torch
+    from featlearn import precision
     from featlearn.training import IDENTITY_ENV
 
     torch.set_num_threads(args.threads)
-    ctx = Context(device=resolve_device(args.device), threads=args.threads, work_dir=args.work_dir or None)
-    # the first lines of every compute job's log: where it computes and with how many threads
+    ctx = Context(device=resolve_device(args.device), threads=args.threads, work_dir=args.work_dir or None,
+                  precision=args.precision)
+    arithmetic = precision.apply(args.precision, ctx.device)
+    # the first lines of every compute job's log: where it computes, with how many threads, in what arithmetic
     print(f"featlearn: device {describe_job_device(ctx.device)} (asked: {args.device}); "
-          f"torch threads {torch.get_num_threads()}", flush=True)
+          f"torch threads {torch.get_num_threads()}; precision {precision.describe(args.precision)}", flush=True)
     inputs = json.loads(args.inputs)
-    os.environ[IDENTITY_ENV] = json.dumps(run_identity(inputs, args.threads, ctx.device), sort_keys=True)
-    run_job(args.run, json.loads(args.settings), inputs, json.loads(args.outputs), ctx)
+    os.environ[IDENTITY_ENV] = json.dumps(run_identity(inputs, args.threads, ctx.device, args.precision), sort_keys=True)
+    with arithmetic:
+        run_job(args.run, json.loads(args.settings), inputs, json.loads(args.outputs), ctx)
 
 
 def register(sub) -> None:
@@ -91,6 +100,8 @@ def register(sub) -> None:
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--device", required=True, help="auto, cpu or cuda")
     p.add_argument("--work-dir", default="", help="folder of resume checkpoints (jobs that keep them)")
+    p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16"],
+                   help="arithmetic of the job (featlearn.precision); fp32 by default")
     p.add_argument("--gpu-mem-mb", type=int, default=0,
                    help="GPU memory the job declared (its gpu_mem_mb resource): with several GPUs it shares one "
                         "where this fits; 0: it holds a GPU whole")

@@ -85,7 +85,7 @@ def job_device_description(configured: str, given: str | None) -> str:
 
 
 def run_record(scale: str, config_sha: str, code_sha: str, device: str, repo: str | os.PathLike = ".",
-               job_device: str | None = None) -> dict:
+               job_device: str | None = None, precision: str = "fp32") -> dict:
     """Who made these results: scale, config and code hashes, git commit, device, date, package versions."""
     repo = Path(repo)
     commit = _git(repo, "rev-parse", "HEAD")
@@ -98,6 +98,7 @@ def run_record(scale: str, config_sha: str, code_sha: str, device: str, repo: st
         "uncommitted_changes": bool(dirty) if dirty is not None else None,
         "device": device_description(device),
         "job_device": job_device_description(device, job_device),
+        "precision": precision,
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
         "host_cpus": os.cpu_count(),
         "versions": installed_versions(),
@@ -111,12 +112,13 @@ def write_run_record(out: str | os.PathLike, **kw) -> dict:
 
 
 def provenance_line(record: dict) -> str:
-    """One Markdown line naming the run: scale, commit, config hash, device, date."""
+    """One Markdown line naming the run: scale, commit, config hash, device, precision, date."""
     commit = record.get("commit", "unknown")
     short = commit[:10] if re.fullmatch(r"[0-9a-f]{40}", commit) else commit
     dirty = " with uncommitted changes" if record.get("uncommitted_changes") else ""
     return (f"Scale `{record.get('scale')}`; commit `{short}`{dirty}; config sha256 `{record.get('config_sha256', '')[:12]}`; "
-            f"code sha256 `{record.get('code_sha256', '')[:12]}`; device {record.get('device')}; recorded {record.get('date_utc')} UTC.")
+            f"code sha256 `{record.get('code_sha256', '')[:12]}`; device {record.get('device')}; "
+            f"precision {record.get('precision', 'fp32')}; recorded {record.get('date_utc')} UTC.")
 
 
 # --------------------------------------------------------------------------------- benchmark files
@@ -264,7 +266,7 @@ def render_page(manifest: dict, claims_csv: str | os.PathLike, record: dict) -> 
     else:
         lines.append(f"None: every setting of `{paper}` is the paper-scale value (`config/paper.yaml`).")
     lines += ["", "## Provenance", "", "| | |", "|---|---|"]
-    for key in ("scale", "commit", "uncommitted_changes", "config_sha256", "code_sha256", "device", "job_device", "date_utc", "host_cpus"):
+    for key in ("scale", "commit", "uncommitted_changes", "config_sha256", "code_sha256", "device", "job_device", "precision", "date_utc", "host_cpus"):
         lines.append(f"| {key} | {_cell(record.get(key, ''))} |")
     versions = record.get("versions", {})
     if versions:
@@ -364,9 +366,10 @@ def register(sub) -> None:
     p.add_argument("--code-sha", required=True)
     p.add_argument("--device", default="cpu", help="the configured device")
     p.add_argument("--job-device", default=None, help="the device the GPU-capable jobs were given")
+    p.add_argument("--precision", default="fp32", help="the trainings' arithmetic (config key precision)")
     p.set_defaults(func=lambda a: print(json.dumps(write_run_record(
         a.out, scale=a.scale, config_sha=a.config_sha, code_sha=a.code_sha, device=a.device,
-        job_device=a.job_device), indent=2)))
+        job_device=a.job_device, precision=a.precision), indent=2)))
 
     p = sub.add_parser("paper-page", help="write one paper's results page (Markdown and HTML)")
     p.add_argument("--manifest", required=True)

@@ -38,6 +38,7 @@ for job in REGISTERED_JOBS:
             outputs=lambda wildcards, output: named_paths(output),
             work_dir=job_work_dir(job),
             device=job_device(job),
+            precision=job_precision(job),
             code=code_hash(*job.code),
             # the numeric threads are the rule's own, not the count Snakemake scales down to --cores, so
             # that a job's numbers do not depend on how many cores the run was given
@@ -46,7 +47,8 @@ for job in REGISTERED_JOBS:
             SERVER_ENV
             + "python -m featlearn compute --run {params.run} --settings {params.settings:q}"
             " --inputs {params.inputs:q} --outputs {params.outputs:q} --threads {params.torch_threads}"
-            " --device {params.device} --gpu-mem-mb {resources.gpu_mem_mb}"
+            " --device {params.device} --precision {params.precision}"
+            " --gpu-mem-mb {resources.gpu_mem_mb}"
             " --work-dir={params.work_dir:q} > {log} 2>&1"
 
 

@@ -297,6 +297,12 @@ def job_gpu_memory(job):
     return need
 
 
+def job_precision(job):
+    """The arithmetic of a job (config key precision, featlearn.precision): the configured one for the jobs that
+    can use a GPU (the trainings), fp32 for every other job."""
+    return config["precision"] if job.resources.gpu else "fp32"
+
+
 def gpu_slots(job):
     """The job's `gpu` resource: 1 where it will ask for a GPU (device not `cpu`), else 0."""
     return lambda wildcards: 0 if job_device(job)(wildcards) == "cpu" else 1

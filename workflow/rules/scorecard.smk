@@ -67,10 +67,12 @@ rule run_record:
         code_sha=code_hash("."),
         device=config["device"],
         job_device=lambda wildcards: run_device(),
+        precision=config["precision"],
     shell:
         "python -m featlearn run-record --out {output} --scale {params.scale}"
         " --config-sha {params.config_sha} --code-sha {params.code_sha}"
-        " --device {params.device:q} --job-device {params.job_device:q} > {log} 2>&1"
+        " --device {params.device:q} --job-device {params.job_device:q}"
+        " --precision {params.precision} > {log} 2>&1"
 
 
 rule paper_page:
