@@ -230,6 +230,16 @@ def test_paper_code_change_reruns_only_that_paper(smoke_run):
     assert "scan_snap_syn_medium" not in out and "data_prepare" not in out
 
 
+def test_editing_a_module_a_job_imports_reruns_it(smoke_run):
+    """Issue 35: the sweep engine reads GRID_AXIS from templates/registry.py, which no hand-written code list
+    named; code hashes now follow the imports, so editing it reruns the sweeps, and another paper's module
+    does not."""
+    work, env, _ = smoke_run
+    assert "templates_sweep" in would_run_after_edit(work, env, "templates/registry.py")
+    out = would_run_after_edit(work, env, "features/figures.py")
+    assert "templates_sweep" not in out and "scan_snap_syn_medium" not in out
+
+
 def test_joma_smoke_outputs(smoke_run):
     work, _, _ = smoke_run
     results = work / "results"

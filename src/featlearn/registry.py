@@ -64,7 +64,9 @@ class Job:
     ``run`` names ``module:function``; the function is called as ``function(settings, inputs, outputs, ctx)``
     with the settings parsed from JSON, the named paths, and a :class:`featlearn.compute.Context` (device,
     threads, work folder). ``settings`` is a JSON-able dict, or a function of the wildcards returning one.
-    ``stem`` names the log and benchmark files (``results/logs/<paper>/<stem>.log``).
+    ``stem`` names the log and benchmark files (``results/logs/<paper>/<stem>.log``). ``code`` lists package
+    files or folders hashed into the rule's code hash on top of the import closure of ``run``
+    (:mod:`featlearn.imports`), which already covers every module the job may import.
     """
 
     name: str

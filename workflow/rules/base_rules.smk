@@ -39,7 +39,7 @@ for job in REGISTERED_JOBS:
             work_dir=job_work_dir(job),
             device=job_device(job),
             precision=job_precision(job),
-            code=code_hash(*job.code),
+            code=job_code(job),
             # the numeric threads are the rule's own, not the count Snakemake scales down to --cores, so
             # that a job's numbers do not depend on how many cores the run was given
             torch_threads=job.threads,
@@ -80,7 +80,7 @@ for fig in REGISTERED_FIGURES:
             claim_ids=fig.claim_ids_json(),
             scale=SCALE,
             dpi=config["report"]["dpi"],
-            code=code_hash(*fig.code),
+            code=figure_code(fig),
         shell:
             SERVER_ENV
             + "python -m featlearn figure --draw={params.draw:q} --claims-fn={params.claims_fn:q}"

@@ -160,6 +160,25 @@ def data_flags():
     return " ".join(flags)
 
 
+# ---- code hashes (params.code): a job reruns when any featlearn module it may import changes (featlearn.imports
+# walks the imports statically), plus the files its registry record lists.
+from featlearn.imports import entry_module, modules_hash
+
+
+def job_code(job):
+    """Code hash of a compute job: the import closure of its run module and of the compute command."""
+    return modules_hash((entry_module(job.run), "featlearn.compute"), extra=job.code)
+
+
+def figure_code(fig, *modules):
+    """Code hash of a figure rule: the import closure of the figure command, its draw and claims modules (and
+    ``modules``, for hand-written rules)."""
+    entries = [entry_module(s) for s in (fig.draw, fig.claims) if s] if fig else []
+    return modules_hash(
+        ("featlearn.figure", *entries, *modules), extra=fig.code if fig else ()
+    )
+
+
 # ---- the two base rules: every paper's registry (featlearn/<paper>/registry.py) is turned into rules here.
 from featlearn.registry import CHECK, FIGURE, TABLE, Figure, Paths
 

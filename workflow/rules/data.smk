@@ -57,7 +57,7 @@ rule data_prepare_classification:
         raw_dir=lambda wc: f"{RAW}/{PREPARED[wc.name].raw}",
         out_dir=lambda wc: f"{PREPARED_DIR}/{wc.name}",
         seed=config["data"]["split_seed"],
-        code=code_hash("data", "io.py"),
+        code=modules_hash(("featlearn.data.prepare",)),
     shell:
         SERVER_ENV
         + "python -m featlearn data-prepare --name {wildcards.name} --raw-dir {params.raw_dir}"
@@ -92,7 +92,7 @@ rule data_prepare_lm:
         raw_dir=lambda wc: f"{RAW}/{PREPARED[wc.name].raw}",
         out_dir=lambda wc: f"{PREPARED_DIR}/{wc.name}",
         seed=config["data"]["split_seed"],
-        code=code_hash("data", "io.py"),
+        code=modules_hash(("featlearn.data.prepare",)),
     shell:
         SERVER_ENV
         + "python -m featlearn data-prepare --name {wildcards.name} --raw-dir {params.raw_dir}"
@@ -124,7 +124,7 @@ rule data_prepare_chars:
         raw_dir=lambda wc: f"{RAW}/{PREPARED[wc.name].raw}",
         out_dir=lambda wc: f"{PREPARED_DIR}/{wc.name}",
         seed=config["data"]["split_seed"],
-        code=code_hash("data", "io.py"),
+        code=modules_hash(("featlearn.data.prepare",)),
     shell:
         SERVER_ENV
         + "python -m featlearn data-prepare --name {wildcards.name} --raw-dir {params.raw_dir}"
@@ -146,7 +146,7 @@ rule data_summary:
     params:
         scale=SCALE,
         dpi=config["report"]["dpi"],
-        code=code_hash("data", "plotting.py"),
+        code=modules_hash(("featlearn.data.summary",)),
     shell:
         "python -m featlearn data-summary --stats {input} --out-csv {output.csv}"
         " --figures {output.png} {output.other} --scale {params.scale} --dpi {params.dpi}"

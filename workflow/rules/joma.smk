@@ -54,7 +54,7 @@ if _joma_fig6 is not None:
             claim_ids=_joma_fig6.claim_ids_json(),
             scale=SCALE,
             dpi=config["report"]["dpi"],
-            code=code_hash(*_joma_fig6.code),
+            code=figure_code(_joma_fig6),
         shell:
             SERVER_ENV
             + joma_figure_command(_joma_fig6, "{output.png} {output.other}")
@@ -97,7 +97,7 @@ rule table_joma_1:
         latex=lambda wildcards, output: json.dumps({"tex": output.tex}),
         scale=SCALE,
         dpi=config["report"]["dpi"],
-        code=code_hash(*_joma_table1.code),
+        code=figure_code(_joma_table1, "featlearn.compute"),
     shell:
         # the LaTeX table: a compute step (`figure` writes a table as CSV and Markdown only)
         SERVER_ENV

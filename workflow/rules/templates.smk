@@ -63,7 +63,8 @@ rule fig_templates_6:
         inputs=lambda wildcards, input: named_paths(input),
         scale=SCALE,
         dpi=config["report"]["dpi"],
-        code=code_hash(*TEMPLATES_GPT2_PLOT),
+        code=figure_code(None, "featlearn.templates.gpt2.figures")
+        + code_hash(*TEMPLATES_GPT2_PLOT),
         claim_ids=json.dumps(list(TEMPLATES_CLAIM_IDS["6"])),
     shell:
         SERVER_ENV

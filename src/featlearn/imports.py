@@ -1,0 +1,109 @@
+"""Which of the package's modules a job runs: the static import closure of its entry modules (stdlib only).
+
+A rule's code hash (``params.code``, what makes Snakemake rerun a job after a code edit) covers every featlearn
+module the job may import, found by walking the ``import`` statements of the sources, at any depth (an import
+inside a function counts: it runs when the function does). ``import featlearn.a.b`` and ``from featlearn.a
+import b`` also run the ``__init__.py`` of every package on the way, so those count too. Imports of other
+packages (torch, pandas, ...) are left out: their versions are recorded in the run record.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+from pathlib import Path
+
+PACKAGE = "featlearn"
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def module_file(name: str, root: Path = PACKAGE_DIR) -> Path | None:
+    """The source file of module ``name`` (``featlearn.x.y``) under ``root``, or None if it is not a module there."""
+    parts = name.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    base = root.joinpath(*parts[1:])
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    file = base.with_suffix(".py")
+    return file if file.is_file() else None
+
+
+def _parents(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _imports_of(path: Path, name: str, root: Path) -> set[str]:
+    """featlearn modules imported anywhere in ``path`` (module ``name``), with the packages on their way."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            found.add(base)
+            # `from featlearn.a import b`: b may be a submodule
+            found.update(f"{base}.{a.name}" for a in node.names if a.name != "*")
+    out = set()
+    for mod in found:
+        if module_file(mod, root) is not None:
+            out.add(mod)
+            out.update(p for p in _parents(mod) if module_file(p, root) is not None)
+    return out
+
+
+def closure(entries: tuple[str, ...] | list[str], root: Path = PACKAGE_DIR) -> list[str]:
+    """Every featlearn module the entry modules may import, themselves and their packages included, sorted."""
+    return list(_closure(tuple(sorted(set(entries))), str(root)))
+
+
+@functools.lru_cache(maxsize=None)
+def _closure(entries: tuple[str, ...], root_text: str) -> tuple[str, ...]:
+    root = Path(root_text)
+    seen: set[str] = set()
+    todo = [m for e in entries for m in (*_parents(e), e)]
+    while todo:
+        mod = todo.pop()
+        if mod in seen:
+            continue
+        path = module_file(mod, root)
+        if path is None:
+            if mod in entries:
+                raise ValueError(f"{mod} is not a module of the {PACKAGE} package under {root}")
+            continue
+        seen.add(mod)
+        todo.extend(_imports_of(path, mod, root) - seen)
+    return tuple(sorted(seen))
+
+
+def files(entries, root: Path = PACKAGE_DIR) -> list[str]:
+    """The closure's source files, relative to the package folder (``scan_snap/train.py``)."""
+    return [str(module_file(m, root).relative_to(root)) for m in closure(entries, root)]
+
+
+def modules_hash(entries, extra: tuple[str, ...] = (), root: Path = PACKAGE_DIR) -> str:
+    """sha256 (12 hex digits) over the closure's sources and the ``extra`` package files or folders (relative
+    paths of files that imports do not reach), each with its relative path."""
+    paths = set(files(entries, root))
+    for rel in extra:
+        p = root / rel
+        paths.update(str(f.relative_to(root)) for f in (sorted(p.rglob("*.py")) if p.is_dir() else [p]))
+    h = hashlib.sha256()
+    for rel in sorted(paths):
+        h.update(rel.encode())
+        h.update((root / rel).read_bytes())
+    return h.hexdigest()[:12]
+
+
+def entry_module(spec: str) -> str:
+    """The module of a ``module:function`` spec."""
+    return spec.partition(":")[0]
