@@ -63,11 +63,11 @@ def _imports_of(path: Path, name: str, root: Path) -> set[str]:
 
 def closure(entries: tuple[str, ...] | list[str], root: Path = PACKAGE_DIR) -> list[str]:
     """Every featlearn module the entry modules may import, themselves and their packages included, sorted."""
-    return list(_closure(tuple(sorted(set(entries))), str(root)))
+    return list(_closure(tuple(sorted(set(entries))), str(root), _stamp(root)))
 
 
 @functools.lru_cache(maxsize=None)
-def _closure(entries: tuple[str, ...], root_text: str) -> tuple[str, ...]:
+def _closure(entries: tuple[str, ...], root_text: str, stamp: tuple) -> tuple[str, ...]:
     root = Path(root_text)
     seen: set[str] = set()
     todo = [m for e in entries for m in (*_parents(e), e)]
@@ -93,6 +93,17 @@ def files(entries, root: Path = PACKAGE_DIR) -> list[str]:
 def modules_hash(entries, extra: tuple[str, ...] = (), root: Path = PACKAGE_DIR) -> str:
     """sha256 (12 hex digits) over the closure's sources and the ``extra`` package files or folders (relative
     paths of files that imports do not reach), each with its relative path."""
+    return _modules_hash(tuple(sorted(set(entries))), tuple(extra), str(root), _stamp(root))
+
+
+def _stamp(root: Path) -> tuple:
+    """Sizes and modification times of the package's sources: a cached hash is reused only while they hold."""
+    return tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(Path(root).rglob("*.py")))
+
+
+@functools.lru_cache(maxsize=None)
+def _modules_hash(entries: tuple[str, ...], extra: tuple[str, ...], root_text: str, stamp: tuple) -> str:
+    root = Path(root_text)
     paths = set(files(entries, root))
     for rel in extra:
         p = root / rel
