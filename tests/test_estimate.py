@@ -276,3 +276,51 @@ def test_dag_matches_snakemake_dry_run(repo, tmp_path, shared_data, monkeypatch)
     assert ours.pop("data_prepare") == sum(v for k, v in counts.items() if k.startswith("data_prepare_"))
     theirs = {k: v for k, v in counts.items() if k.split("_")[0] in ("features", "scan", "joma", "templates")}
     assert ours == theirs
+
+
+def test_representatives_spread_over_the_flops():
+    flops = [5.0, 1.0, 9.0, 3.0, 7.0, 2.0]
+    assert E.representatives(flops, 2) == [1, 2]  # the smallest and the largest
+    got = E.representatives(flops, 3)
+    assert 1 in got and 2 in got and len(got) == 3
+    assert E.representatives(flops, 10) == sorted(range(6), key=lambda i: flops[i])
+
+
+def test_fit_step_time_recovers_a_planted_line_and_stays_non_negative():
+    fit = E.fit_step_time([(1e9, 0.011), (3e9, 0.013), (1e10, 0.02)])
+    assert abs(fit(5e9) - 0.015) < 1e-9 and abs(fit(0) - 0.010) < 1e-9
+    flat = E.fit_step_time([(1e9, 0.02), (2e9, 0.01)])  # time falling with FLOPs: a constant, not a negative slope
+    assert flat(1e12) == pytest.approx(0.015)
+    origin = E.fit_step_time([(1e9, 0.001), (2e9, 0.003)])  # negative intercept: through the origin
+    assert origin(0) == 0.0 and origin(4e9) > 0
+    assert E.fit_step_time([]) is None
+
+
+def test_a_job_with_many_groups_is_probed_at_a_few_and_interpolated(tmp_path):
+    """Issue 34: a job with 20 distinct groups measures `max_parts` of them (the smallest and largest FLOPs among
+    them) and interpolates the others; on a planted step time a + b x FLOPs the interpolation is exact, and
+    groups held out of the fit are predicted as measured."""
+    calls = []
+
+    def fake(shape, dim, device, steps, warmup):
+        calls.append(shape["n_probe"])
+        return {"seconds_per_step": 0.004 + 2e-11 * shape["flops"]}
+
+    parts = [E.Part(E.probe("sweep", {"arch": "transformer", "model": "m", "task": "t", "n_probe": i, "flops": 1e8 * (i + 1), "runs": 4},
+                            "runs"), steps=10, runs=4, flops_per_step=1e8 * (i + 1)) for i in range(20)]
+    prober = E.Prober("cpu", tmp_path / "c.json", probes={"sweep": fake}, max_parts=4)
+    recs = E.probe_parts("templates_sweep", parts, prober)
+    assert len(calls) == 4 and 0 in calls and 19 in calls
+    assert sum(1 for r in recs if r.get("interpolated")) == 16
+    for part, rec in zip(parts, recs):
+        assert rec["seconds_per_step"] == pytest.approx(0.004 + 2e-11 * part.flops_per_step, rel=1e-6)
+    # without a limit every group is measured
+    every = E.Prober("cpu", tmp_path / "all.json", probes={"sweep": fake}, max_parts=0)
+    assert not any(r.get("interpolated") for r in E.probe_parts("templates_sweep", parts, every))
+
+
+def test_families_are_fitted_apart():
+    """Groups of another architecture are not predicted from this one's probes."""
+    a = E.probe("sweep", {"arch": "transformer", "model": "m", "task": "t", "n_probe": 1}, "runs")
+    b = E.probe("sweep", {"arch": "mlp", "model": "m", "task": "t", "n_probe": 1}, "runs")
+    assert E._family(a) != E._family(b)

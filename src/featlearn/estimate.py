@@ -48,6 +48,8 @@ MAX_PROBE_STEP_SECONDS = 5.0
 PILOT_FLOPS = 2e9
 # Part of every cache key: raise it when a probe's method changes, so that older records are not reused.
 PROBE_VERSION = 1
+# Distinct probes measured per job by default; the rest of a larger job are interpolated (probe_parts).
+MAX_PROBES_PER_JOB = 6
 
 
 # --------------------------------------------------------------------------------------- the job graph
@@ -796,7 +798,8 @@ class Prober:
     being linear in it); the record says so. Each record keeps the 1-minute load average when it was taken."""
 
     def __init__(self, device: str, cache: str | os.PathLike, steps: int = 3, warmup: int = 1, probe: bool = True,
-                 max_seconds: float = MAX_PROBE_STEP_SECONDS, probes: dict | None = None, log=None, threads: int | None = None):
+                 max_seconds: float = MAX_PROBE_STEP_SECONDS, probes: dict | None = None, log=None, threads: int | None = None,
+                 max_parts: int = 0):
         import torch
 
         self.device, self.cache_path = device, Path(cache)
@@ -806,6 +809,7 @@ class Prober:
         self.cache = json.loads(self.cache_path.read_text()) if self.cache_path.is_file() else {}
         self.measured = 0  # probes run by this object (the rest came from the cache)
         self.threads = threads  # torch threads of every probe; None: each job's declared threads
+        self.max_parts = max_parts  # distinct probes measured per job; the rest interpolated (0: every one measured)
         self.log = log or (lambda msg: print(f"[estimate] {msg}", file=sys.stderr, flush=True))
 
     def key(self, rule: str, p: Probe) -> str:
@@ -996,8 +1000,12 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
             node.source = bench_text or "no benchmark file"
             continue
         seconds, missing, notes = 0.0, [], []
-        for part in node.cost.parts:
-            rec = prober.get(node.rule, part.probe, part.flops_per_step)
+        recs = probe_parts(node.rule, node.cost.parts, prober)
+        interpolated = sum(1 for r in recs if r and r.get("interpolated"))
+        if interpolated:
+            notes.append(f"{interpolated} of {len(recs)} parts interpolated from {len(recs) - interpolated} probes "
+                         f"(s/step = a + b x FLOPs per step)")
+        for part, rec in zip(node.cost.parts, recs):
             node.per_step.append(rec)
             if rec is None or "seconds_per_step" not in rec:
                 missing.append("not in the cache" if rec is None else rec["error"])
@@ -1015,6 +1023,83 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
         if bench_text:
             node.source += f"; {bench_text}"
     return nodes
+
+
+# ------------------------------------------------------------------------------ interpolation between probes
+# A sweep job of the paper's grids has hundreds of engine groups (one per (n, model) cell); probing each one
+# takes longer than the whole estimate may (issue 34: about 670 groups did not finish in 9 minutes of GPU time).
+# Of a job's distinct probes, at most ``Prober.max_parts`` are measured, chosen evenly along the FLOPs per step
+# (the smallest and the largest always); the others get s/step = a + b x FLOPs, fitted by least squares to the
+# measured ones of the same model and architecture (a: the fixed cost of a step, its kernel launches and
+# Python; b: seconds per FLOP), with a, b >= 0. Probes already in the cache are used as they are.
+# `benchmarks/estimate_interpolation.py` checks the fit against probes it did not use.
+
+
+def representatives(flops: list[float], k: int) -> list[int]:
+    """Indices of ``k`` of the values, evenly spread over their sorted order (the smallest and the largest first)."""
+    order = sorted(range(len(flops)), key=lambda i: flops[i])
+    if k >= len(order):
+        return order
+    if k == 1:
+        return [order[-1]]
+    return sorted({order[round(j * (len(order) - 1) / (k - 1))] for j in range(k)})
+
+
+def fit_step_time(points: list[tuple[float, float]]) -> Callable[[float], float] | None:
+    """s/step as a function of FLOPs per step, ``a + b x F`` with a, b >= 0, least squares over ``points``
+    ((FLOPs, s/step)); None without points."""
+    pts = [(f, t) for f, t in points if f is not None and t is not None]
+    if not pts:
+        return None
+    n = len(pts)
+    mf, mt = sum(f for f, _ in pts) / n, sum(t for _, t in pts) / n
+    var = sum((f - mf) ** 2 for f, _ in pts)
+    b = sum((f - mf) * (t - mt) for f, t in pts) / var if var > 0 else 0.0
+    a = mt - b * mf
+    if b < 0:  # no growth with FLOPs measured: a constant
+        a, b = mt, 0.0
+    elif a < 0:  # through the origin
+        a, b = 0.0, sum(f * t for f, t in pts) / max(sum(f * f for f, _ in pts), 1e-300)
+    return lambda f: a + b * (f or 0.0)
+
+
+def _family(p: Probe) -> str:
+    shape = p.shape
+    return json.dumps({k: shape.get(k) for k in ("kind", "arch", "model", "task")} | {"kind": p.kind}, sort_keys=True)
+
+
+def probe_parts(rule: str, parts: list[Part], prober: "Prober") -> list[dict | None]:
+    """The probe record of every part: measured or cached where possible, interpolated for the rest of a job
+    with more distinct probes than ``prober.max_parts`` (see above); a record made by interpolation has
+    ``interpolated: True``."""
+    keys = [prober.key(rule, p.probe) if p.probe else None for p in parts]
+    distinct = {k: i for i, k in enumerate(keys) if k is not None}
+    limit = prober.max_parts
+    if not limit or len(distinct) <= limit:
+        return [prober.get(rule, p.probe, p.flops_per_step) if p.probe else None for p in parts]
+    by_family: dict[str, list[int]] = {}
+    for k, i in distinct.items():
+        by_family.setdefault(_family(parts[i].probe), []).append(i)
+    measured: dict[str, dict | None] = {}
+    share = max(2, limit // max(1, len(by_family)))  # at least two points per family: a and b
+    for fam, idx in by_family.items():
+        cached = [i for i in idx if keys[i] in prober.cache]
+        todo = [idx[j] for j in representatives([parts[i].flops_per_step or 0.0 for i in idx], share)]
+        for i in sorted(set(cached) | set(todo)):
+            measured[keys[i]] = prober.get(rule, parts[i].probe, parts[i].flops_per_step)
+    out = []
+    for part, key in zip(parts, keys):
+        if key is None:
+            out.append(None)
+        elif key in measured:
+            out.append(measured[key])
+        else:
+            fam = _family(part.probe)
+            pts = [(parts[i].flops_per_step, (measured.get(keys[i]) or {}).get("seconds_per_step")) for i in by_family[fam]]
+            fit = fit_step_time(pts)
+            out.append(None if fit is None else {"seconds_per_step": fit(part.flops_per_step), "interpolated": True,
+                                                 "from_probes": sum(1 for _, t in pts if t is not None)})
+    return out
 
 
 def schedule(nodes: list[Node]) -> dict:
@@ -1174,7 +1259,7 @@ def resources_table(nodes: list[Node], meta: dict) -> dict:
 
 def run_estimate(configfiles: list[str], out: str, cache: str, device: str, probe_steps: int, probe_warmup: int,
                  probing: bool, results: str = "results", config_dir: str = "config", max_seconds: float = MAX_PROBE_STEP_SECONDS,
-                 threads: int | None = None, resources_out: str | None = None) -> dict:
+                 threads: int | None = None, resources_out: str | None = None, max_parts: int = 0) -> dict:
     """Build the DAG of the merged config, estimate every job, write the Markdown to ``out`` and, with
     ``resources_out``, the jobs' scheduler limits (:func:`resources_table`); returns the summary."""
     import torch
@@ -1183,7 +1268,7 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
 
     config = merged_config(configfiles, config_dir)
     nodes = build_dag(config, results)
-    prober = Prober(device, cache, probe_steps, probe_warmup, probing, max_seconds, threads=threads)
+    prober = Prober(device, cache, probe_steps, probe_warmup, probing, max_seconds, threads=threads, max_parts=max_parts)
     own_threads = torch.get_num_threads()
     estimate(nodes, prober, config, results)
     torch.set_num_threads(own_threads)
@@ -1212,7 +1297,7 @@ def register(sub) -> None:
         device = resolve_device(args.device)
         res = run_estimate(args.configfile, args.out, args.cache, device, args.probe_steps, args.probe_warmup, not args.no_probe,
                            results=args.results, config_dir=args.config_dir, max_seconds=args.max_probe_seconds,
-                           threads=args.threads, resources_out=args.resources_out or None)
+                           threads=args.threads, resources_out=args.resources_out or None, max_parts=args.max_probes_per_job)
         print(f"estimate: {res['jobs']} jobs, total {duration(res['total'])}, critical path {duration(res['critical'])}, "
               + ", ".join(f"{g} GPU{'s' if g > 1 else ''} {duration(res['makespan'][g])}" for g in GPU_COUNTS)
               + (f"; {len(res['unknown'])} jobs without a time" if res["unknown"] else "") + f" -> {res['out']}")
@@ -1227,6 +1312,9 @@ def register(sub) -> None:
     p.add_argument("--max-probe-seconds", type=float, default=MAX_PROBE_STEP_SECONDS,
                    help="a probe step predicted slower than this is probed at a reduced batch or run count, scaled")
     p.add_argument("--no-probe", action="store_true", help="use only cached probes; missing ones are marked")
+    p.add_argument("--max-probes-per-job", type=int, default=MAX_PROBES_PER_JOB,
+                   help="distinct probes measured per job; a job with more (a paper-scale sweep's hundreds of groups) "
+                        "gets the rest interpolated by FLOPs per step (0: measure every one)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch threads of every probe (default: each job's declared threads, as Snakemake gives them)")
     p.add_argument("--results", default="results", help="results folder (prepared data sizes, benchmark files, run record)")

@@ -1,0 +1,79 @@
+"""How well the estimate's interpolation between probes predicts the groups it did not probe.
+
+For each chosen sweep job of a config's DAG, every distinct group is probed (``featlearn.estimate.Prober``, the
+job's own code), then the estimate's rule is applied as ``python -m featlearn estimate`` applies it
+(``probe_parts``: ``--max-probes-per-job`` representatives by FLOPs per step, the rest fitted as
+s/step = a + b x FLOPs) and its predictions are compared with the measured s/step of the groups the fit did not
+use: the median and the largest relative error, and the job time (sum of steps x s/step) both ways.
+
+    python benchmarks/estimate_interpolation.py                       # default config, CPU, a few sweep jobs
+    python benchmarks/estimate_interpolation.py --configfile config/paper.yaml --device cuda --jobs fig22
+
+Needs the prepared data of the config where its jobs read data (the sweeps do not).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+
+def main(argv=None) -> None:
+    from featlearn import estimate as E
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--configfile", nargs="*", default=[])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--jobs", nargs="*", default=["fig2c", "fig16", "fig9"], help="sweep stems (e.g. fig22, calibration)")
+    ap.add_argument("--max-probes-per-job", type=int, default=E.MAX_PROBES_PER_JOB)
+    ap.add_argument("--probe-steps", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--out", default=None, help="JSON file of the results")
+    args = ap.parse_args(argv)
+
+    config = E.merged_config(args.configfile, ROOT / "config")
+    nodes = [n for n in E.build_dag(config, str(ROOT / "results")) if n.rule in ("templates_sweep", "templates_calibration")]
+    chosen = [n for n in nodes if any(n.benchmark.endswith(f"/sweep_{j}.tsv") or n.benchmark.endswith(f"/{j}.tsv") for j in args.jobs)]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp) / "probes.json"
+        for node in chosen:
+            cost = E.COST_MODELS[node.rule](node, str(ROOT / "results"))
+            t0 = time.perf_counter()
+            full = E.Prober(args.device, cache, steps=args.probe_steps, warmup=1, threads=args.threads)
+            measured = [full.get(node.rule, p.probe, p.flops_per_step) for p in cost.parts]
+            # the estimate's rule, with the measured cache hidden: a fresh cache gets only the representatives
+            few = E.Prober(args.device, Path(tmp) / f"few_{node.label}.json", steps=args.probe_steps, warmup=1,
+                           threads=args.threads, max_parts=args.max_probes_per_job, probes={
+                               k: (lambda shape, dim, device, steps, warmup, _k=k: {"seconds_per_step": next(
+                                   m["seconds_per_step"] for p, m in zip(cost.parts, measured)
+                                   if p.probe.shape == shape and p.probe.kind == _k)}) for k in E.PROBES})
+            predicted = E.probe_parts(node.rule, cost.parts, few)
+            errs = [abs(p["seconds_per_step"] - m["seconds_per_step"]) / m["seconds_per_step"]
+                    for p, m in zip(predicted, measured) if p.get("interpolated") and m and m.get("seconds_per_step")]
+            job_measured = sum(p.steps * m["seconds_per_step"] for p, m in zip(cost.parts, measured))
+            job_predicted = sum(p.steps * r["seconds_per_step"] for p, r in zip(cost.parts, predicted))
+            row = {"job": node.label, "groups": len(cost.parts), "probed": few.measured, "held_out": len(errs),
+                   "median_rel_error": round(statistics.median(errs), 3) if errs else None,
+                   "max_rel_error": round(max(errs), 3) if errs else None,
+                   "job_seconds_all_probed": round(job_measured, 1), "job_seconds_interpolated": round(job_predicted, 1),
+                   "job_rel_error": round(abs(job_predicted - job_measured) / job_measured, 3),
+                   "probe_seconds": round(time.perf_counter() - t0, 1)}
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    record = {"device": args.device, "configfiles": args.configfile, "max_probes_per_job": args.max_probes_per_job,
+              "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "rows": rows}
+    if args.out:
+        Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
