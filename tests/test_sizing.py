@@ -85,3 +85,21 @@ def test_gpu_memory_of_a_job_from_its_measured_peak_or_the_formula():
     table = {resource_key("r", "{}"): {"gpu_mem_mb": 900}}
     assert gpu_memory(table, "r", "{}", floor=4000) == 900  # may be below the host-memory floor
     assert gpu_memory(table, "r", '{"other": 1}', floor=4000) == 4000
+
+
+def test_the_runtime_cap_is_the_longest_limit_of_a_partition_the_job_may_use(tmp_path):
+    """Issue 35: a GPU job may only use partitions with GPUs; a CPU job any. No file, or a partition without a
+    limit: no cap."""
+    import yaml
+
+    from featlearn.sizing import partition_runtime_cap
+
+    path = tmp_path / "partitions.yaml"
+    path.write_text(yaml.safe_dump({"partitions": {"short": {"max_gpu": 0, "max_runtime": 240},
+                                                   "long": {"max_gpu": 0, "max_runtime": 4320},
+                                                   "gpu": {"max_gpu": 4, "max_runtime": 2880}}}))
+    assert partition_runtime_cap(path, gpu=True) == 2880
+    assert partition_runtime_cap(path, gpu=False) == 4320
+    assert partition_runtime_cap(None, gpu=True) is None
+    path.write_text(yaml.safe_dump({"partitions": {"gpu": {"max_gpu": 1}}}))
+    assert partition_runtime_cap(path, gpu=True) is None

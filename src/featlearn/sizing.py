@@ -7,7 +7,8 @@ WikiText-103) or H100 (the WikiText-103 vocabulary of Scan and Snap, GPT-2) and 
 ``docs/performance.md``; ``EVAL`` is the share the evaluations added to the real WikiText-2 jobs there.
 ``MARGIN`` covers a slower GPU than those (e.g. an A100 or a V100 at about half to a third of the speed) and
 a busy node. A job never gets less than its rule's fixed limit, which holds for the default scale on a CPU;
-a paper-scale job run on CPUs needs its limit raised by hand (``--set-resources``). Stdlib only.
+a paper-scale job run on CPUs needs its limit raised by hand (``--set-resources``). Stdlib only (PyYAML for a
+SLURM partitions file).
 """
 
 from __future__ import annotations
@@ -123,6 +124,23 @@ def sized(table: dict[str, dict], rule: str, settings_json: str, key: str, floor
     """``key`` (runtime or mem_mb) of a job: the estimate's value where the table has one for this job, never
     below ``floor`` (the rule's fixed limit)."""
     return max(floor, int(table.get(resource_key(rule, settings_json), {}).get(key, 0)))
+
+
+def partition_runtime_cap(path, gpu: bool) -> int | None:
+    """The longest ``max_runtime`` (minutes) of the partitions in the SLURM partitions file ``path`` that a job
+    may run on (a GPU job only where ``max_gpu`` > 0); None without a file, or where a usable partition sets no
+    limit."""
+    if not path:
+        return None
+    import yaml
+
+    with open(path) as fh:
+        parts = (yaml.safe_load(fh) or {}).get("partitions", {})
+    usable = [p for p in parts.values() if not gpu or int(p.get("max_gpu", 0)) > 0] or list(parts.values())
+    limits = [p.get("max_runtime") for p in usable]
+    if not limits or any(v is None for v in limits):
+        return None
+    return int(max(limits))
 
 
 def gpu_memory(table: dict[str, dict], rule: str, settings_json: str, floor: int) -> int:

@@ -257,16 +257,32 @@ ESTIMATED = featlearn.sizing.load_estimate(
 
 
 def job_limit(job, key):
-    """A job's ``runtime`` or ``mem_mb``: the registry's value, or the estimate's where it is larger."""
+    """A job's ``runtime`` or ``mem_mb``: the registry's value, or the estimate's where it is larger. On a
+    cluster whose partitions are listed (the SLURM profile's slurm-partition-config), a runtime is capped at the
+    longest time limit of a partition the job may run on: a longer training is killed at that limit and
+    resumes from its checkpoints in the next allocation (the profile's retries)."""
     own = getattr(job.resources, key)
 
     def limit(wildcards):
         floor = own(wildcards) if callable(own) else own
-        return featlearn.sizing.sized(
+        value = featlearn.sizing.sized(
             ESTIMATED, job.name, job.settings_json(wildcards), key, floor
         )
+        if key == "runtime":
+            cap = featlearn.sizing.partition_runtime_cap(
+                partition_config(), gpu_slots(job)(wildcards) > 0
+            )
+            if cap is not None:
+                value = min(value, cap)
+        return value
 
     return limit
+
+
+def partition_config():
+    """The partitions file of a SLURM run (slurm-partition-config), or None on any other executor."""
+    settings = getattr(workflow, "executor_settings", None)
+    return getattr(settings, "partition_config", None)
 
 
 def run_device():
