@@ -180,3 +180,29 @@ def test_compute_table_counts_a_shared_job_once(tmp_path):
     text, rows = render_compute(compute, record)
     assert rows[-1]["cpu_s"] == pytest.approx(6.5) and rows[-1]["max_rss_mb"] == 900.0
     assert "1 of the jobs ran in the job server" in text
+
+
+def test_compute_table_says_where_each_compute_job_ran(tmp_path):
+    """Issue 35: the device line every compute job writes first in its log is gathered into the compute table."""
+    from featlearn.pages import devices_line, job_device
+
+    bench = tmp_path / "results" / "benchmarks" / "joma"
+    logs = tmp_path / "results" / "logs" / "joma"
+    bench.mkdir(parents=True)
+    logs.mkdir(parents=True)
+    lines = {"a": "featlearn: device cpu (asked: cpu); torch threads 1; precision fp32\n",
+             "b": "featlearn: this job uses GPU 1 (CUDA_VISIBLE_DEVICES=1)\n"
+                  "featlearn: device cuda (NVIDIA H100 80GB HBM3, CUDA_VISIBLE_DEVICES=1) (asked: auto); torch threads 1; "
+                  "precision bf16\n",
+             "c": "featlearn: device cpu (asked: auto); torch threads 1; precision fp32\n",
+             "d": "an old log without the line\n"}
+    jobs = []
+    for name, text in lines.items():
+        (logs / f"{name}.log").write_text(text)
+        jobs.append({"label": name, "benchmark": str(bench / f"{name}.tsv")})
+    assert job_device(jobs[1]["benchmark"]) == {"device": "cuda (NVIDIA H100 80GB HBM3, CUDA_VISIBLE_DEVICES=1)", "asked": "auto",
+                                                "threads": "1", "precision": "bf16"}
+    assert job_device(jobs[3]["benchmark"]) is None
+    line = devices_line(jobs)
+    assert "cpu, 1 thread, fp32: 2 jobs" in line and "NVIDIA H100 80GB HBM3, CUDA_VISIBLE_DEVICES=1), 1 thread, bf16: 1 job" in line
+    assert devices_line(jobs[3:]) == "No compute job's log names its device."

@@ -317,6 +317,41 @@ def compute_rows(manifest: dict) -> list[dict]:
     return rows
 
 
+JOB_DEVICE_LINE = re.compile(r"^featlearn: device (?P<device>.+?) \(asked: (?P<asked>[^)]*)\); torch threads (?P<threads>\d+)"
+                             r"(?:; precision (?P<precision>\w+))?")
+
+
+def job_device(benchmark: str | os.PathLike) -> dict | None:
+    """Where a compute job ran, from the first lines of its log (``results/logs/...`` beside
+    ``results/benchmarks/...``, written by ``python -m featlearn compute``); None for a job whose log has no such
+    line (figure rules, data jobs, logs of older runs)."""
+    path = Path(str(benchmark).replace("/benchmarks/", "/logs/", 1)).with_suffix(".log")
+    try:
+        with open(path, errors="replace") as fh:
+            head = [fh.readline() for _ in range(5)]
+    except OSError:
+        return None
+    for line in head:
+        m = JOB_DEVICE_LINE.match(line.strip())
+        if m:
+            return {k: v for k, v in m.groupdict().items() if v is not None}
+    return None
+
+
+def devices_line(jobs: list[dict]) -> str:
+    """One Markdown line: how many compute jobs ran on each device, with which thread counts and precisions."""
+    counts: dict[str, int] = {}
+    for j in jobs:
+        dev = job_device(j["benchmark"])
+        if dev:
+            key = f"{dev['device']}, {dev['threads']} thread{'s' if dev['threads'] != '1' else ''}, {dev.get('precision', 'fp32')}"
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return "No compute job's log names its device."
+    return ("**Where the compute jobs ran** (the first line of each job's log): "
+            + "; ".join(f"{k}: {n} job{'s' if n != 1 else ''}" for k, n in sorted(counts.items())) + ".")
+
+
 def render_compute(manifest: dict, record: dict) -> tuple[str, list[dict]]:
     rows = compute_rows(manifest)
     unique = {j["benchmark"]: j for jobs in ([manifest.get("data", [])] + [f["jobs"] for figs in manifest["papers"].values() for f in figs])
@@ -335,6 +370,7 @@ def render_compute(manifest: dict, record: dict) -> tuple[str, list[dict]]:
              f"**Total: {total['jobs']} jobs (compute and figure rules), {_minutes(total['cpu_s'])} CPU-min, "
              f"{_minutes(total['wall_s'])} min of job wall time summed** ({total['measured']} with a benchmark file; largest peak memory "
              f"{_num(total['max_rss_mb'])} MB).", "",
+             devices_line(list(unique.values())), "",
              "| paper | figure or step | jobs | wall s | CPU s | peak MB |", "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['paper']} | {_cell(r['item'])} | {r['jobs']} | {_num(r['wall_s'], 1)} | {_num(r['cpu_s'], 1)} | "
