@@ -137,7 +137,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
     checks = Job(
         name="templates_checks",
         paper=PAPER,
-        run=f"{SWEEPS}:checks",
+        run="featlearn.templates.sweeps.checks:checks",
         outputs={"table": out("checks.csv"), "claims": out("claims", "checks.csv")},
         settings={"scale": config["scale"]},
         stem="checks",

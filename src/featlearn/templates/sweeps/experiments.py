@@ -223,21 +223,6 @@ def sweep(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     run_figure(settings["grid"], settings["sweeps"], outputs["runs"], device=ctx.device)
 
 
-def checks(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
-    """Compute job ``templates_checks``: the table of claims 1-2's measurements (``outputs["table"]``) and
-    the claims themselves (``outputs["claims"]``, at ``settings["scale"]``)."""
-    import pandas as pd
-
-    from featlearn.claims import write_claims
-    from featlearn.templates.sweeps.figures import check_claims
-
-    rows = pd.DataFrame(data_and_identity_checks())
-    write_csv(rows, outputs["table"])
-    claims = check_claims(rows, settings["scale"])
-    write_claims(outputs["claims"], claims)
-    print(f"templates checks: {sum(c.passed for c in claims)}/{len(claims)} claims pass")
-
-
 def data_and_identity_checks(n: int = 64, seeds: int = 3) -> list[dict]:
     """Claims 1-2 measurements: data checks of every task (T8 with r = 2 and r = 4) for a few seeds, and
     the identity scalings at a = b = 0 against the vanilla transformer of the same initialisation."""
