@@ -223,7 +223,7 @@ def test_dag_of_the_smoke_config_without_data(repo, tmp_path):
 def test_estimate_command_on_the_smoke_config(repo, tmp_path, monkeypatch, shared_data, one_thread):
     """The command end to end with one-step probes: every compute job of the smoke DAG is a row of the Markdown,
     the probed ones with a time."""
-    from featlearn.__main__ import main
+    from featlearn.cli import main
 
     monkeypatch.setenv("FEATLEARN_DATA_MIRROR", str(shared_data))
     results, out, cache = tmp_path / "results", tmp_path / "estimate.md", tmp_path / "probes.json"

@@ -81,3 +81,89 @@ def test_relative_imports_and_imports_in_functions_count(tmp_path):
                                                   "featlearn.sub.b", "featlearn.sub.c"]
     with pytest.raises(ValueError, match="not a module"):
         closure(["featlearn.nothing"], root)
+
+
+# ------------------------------------------------------------------------------ the package's layers (issue 36)
+# Lowest first. A module may import its own layer and those below; papers sit above the pipeline machinery,
+# which sits above the base modules. The commands that span the papers (the estimate's cost models, the LM
+# benchmark) sit on top; the command line reaches every command through importlib, never by an import.
+LAYERS = {
+    "base": ("featlearn", "io", "seeding", "devices", "precision", "plotting", "training", "allocator", "hf", "imports",
+             "markdown_html", "jobclient", "data", "lm"),
+    "pipeline": ("registry", "dag", "workflow", "compute", "figure", "claims", "scorecard", "pages", "jobserver", "sizing",
+                 "runrecord", "config_docs", "cli", "__main__"),
+    "papers": ("features", "joma", "scan_snap", "templates"),
+    "commands": ("estimate", "lm_bench"),
+}
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else "featlearn"
+    for rank, names in enumerate(LAYERS.values()):
+        if top in names:
+            return rank
+    raise AssertionError(f"{module} is in no layer of tests/test_imports.py: place it")
+
+
+def test_the_package_has_no_import_circles():
+    from featlearn.imports import cycles, graph
+
+    assert cycles(graph()) == []
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    from featlearn.imports import graph
+
+    upward = [f"{m} -> {d}" for m, deps in graph().items() for d in sorted(deps) if _layer(d) > _layer(m)]
+    assert upward == []
+
+
+def test_the_circle_and_layer_checks_can_fail(tmp_path):
+    """A planted circle and a planted upward import are found."""
+    from featlearn.imports import cycles, graph
+
+    root = tmp_path / "featlearn"
+    (root / "joma").mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "io.py").write_text("from featlearn import claims\n")
+    (root / "claims.py").write_text("def f():\n    import featlearn.io\n")
+    (root / "joma" / "__init__.py").write_text("")
+    (root / "registry.py").write_text("from featlearn.joma import x\n")
+    (root / "joma" / "x.py").write_text("")
+    edges = graph(root)
+    assert cycles(edges) == [["featlearn.claims", "featlearn.io"]]
+    assert sorted(f"{m} -> {d}" for m, deps in edges.items() for d in deps if _layer(d) > _layer(m)) == [
+        "featlearn.io -> featlearn.claims", "featlearn.registry -> featlearn.joma", "featlearn.registry -> featlearn.joma.x"]
+
+
+_DRY_RUN = """
+import sys
+import snakemake.cli
+try:
+    snakemake.cli.main(sys.argv[1:])
+except SystemExit as exc:
+    if exc.code:
+        raise
+print("IMPORTED", " ".join(sorted(m for m in ("torch", "transformers", "matplotlib", "seaborn") if m in sys.modules)))
+"""
+
+
+@pytest.mark.parametrize("configfile", ["config/config.yaml", "config/paper.yaml"])
+def test_building_the_dag_imports_no_torch(configfile, tmp_path):
+    """The registries promise the standard library only: a dry run of the whole DAG, in one process, leaves
+    torch (and the plotting and model libraries) unimported."""
+    import os
+    import subprocess
+    import sys
+
+    from wfutil import copy_workflow
+
+    work = copy_workflow(tmp_path / "wf")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FEATLEARN_")}
+    env.update(FEATLEARN_OFFLINE="1", FEATLEARN_DATA_MIRROR=str(tmp_path / "no-mirror"))
+    out = subprocess.run([sys.executable, "-c", _DRY_RUN, "-n", "--quiet", "rules", "--cores", "2",
+                          "--configfile", configfile], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("IMPORTED"))
+    assert line.split()[1:] == []

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from featlearn import jobserver
+from featlearn import jobclient, jobserver
 from featlearn.pages import read_benchmark
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the job server forks")
@@ -42,10 +42,10 @@ def job(settings, inputs, outputs, ctx):
 
 def _env(tmp_path: Path, socket: str | None, src: Path = SRC) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), str(tmp_path)]), PROBE_VALUE="from-client")
-    env.pop(jobserver.SOCKET_ENV, None)
+    env.pop(jobclient.SOCKET_ENV, None)
     if socket is not None:
-        env[jobserver.SOCKET_ENV] = socket
-    env[jobserver.USAGE_ENV] = str(tmp_path / "job.tsv.server.json")
+        env[jobclient.SOCKET_ENV] = socket
+    env[jobclient.USAGE_ENV] = str(tmp_path / "job.tsv.server.json")
     return env
 
 
@@ -112,8 +112,8 @@ def test_jobs_that_may_use_cuda_run_in_their_own_process(server, tmp_path):
     res = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert _pid_line(res.stdout)["parent"] == str(os.getpid()) and "job server" not in res.stderr
-    assert jobserver._cpu_only(["compute", "--device=cpu"]) and not jobserver._cpu_only(["compute", "--device=cuda"])
-    assert jobserver._cpu_only(["figure", "--draw=x"])
+    assert jobclient._cpu_only(["compute", "--device=cpu"]) and not jobclient._cpu_only(["compute", "--device=cuda"])
+    assert jobclient._cpu_only(["figure", "--draw=x"])
 
 
 def test_worker_failures_are_the_jobs_exit_status(server, tmp_path):
@@ -224,14 +224,14 @@ def test_server_ends_with_its_parent(tmp_path):
 
 
 def test_start_and_stop_point_jobs_at_the_server(tmp_path, monkeypatch):
-    monkeypatch.delenv(jobserver.SOCKET_ENV, raising=False)
+    monkeypatch.delenv(jobclient.SOCKET_ENV, raising=False)
     handle = jobserver.start(str(tmp_path / "logs"), str(SRC), os.getpid())
     assert handle is not None
-    path = os.environ[jobserver.SOCKET_ENV]
+    path = os.environ[jobclient.SOCKET_ENV]
     assert os.path.exists(path)
     assert oct(os.stat(os.path.dirname(path)).st_mode & 0o777) == "0o700"
     jobserver.stop(handle)
-    assert jobserver.SOCKET_ENV not in os.environ
+    assert jobclient.SOCKET_ENV not in os.environ
     assert handle[0].returncode == 0 and not os.path.exists(path) and not os.path.exists(os.path.dirname(path))
     logs = list((tmp_path / "logs").glob("job_server_*.log"))
     assert len(logs) == 1 and "featlearn job server: pid" in logs[0].read_text()

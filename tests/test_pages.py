@@ -14,13 +14,13 @@ from featlearn.dag import JobIndex, figure_jobs, pattern_regex
 from featlearn.pages import (
     caption_markdown,
     job_costs,
-    markdown_to_html,
     read_benchmark,
     render_compute,
     render_page,
-    run_record,
 )
+from featlearn.markdown_html import markdown_to_html
 from featlearn.registry import CHECK, FIGURE, TABLE, Figure, Job, Paths, report_order
+from featlearn.runrecord import run_record
 from featlearn.workflow import config_differences, config_sha256
 
 BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"

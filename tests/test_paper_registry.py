@@ -9,7 +9,7 @@ import pytest
 import yaml
 from snakemake.utils import update_config
 
-from featlearn.__main__ import main
+from featlearn.cli import main
 from featlearn.registry import CHECK, TABLE, Figure, Job, PaperRegistry, Paths
 from featlearn.scan_snap.registry import registry as scan_snap_registry
 from wfutil import REPO

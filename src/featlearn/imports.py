@@ -115,6 +115,58 @@ def _modules_hash(entries: tuple[str, ...], extra: tuple[str, ...], root_text: s
     return h.hexdigest()[:12]
 
 
+def modules(root: Path = PACKAGE_DIR) -> list[str]:
+    """Every module of the package under ``root`` (packages by their name, ``featlearn.x`` for ``x/__init__.py``)."""
+    out = []
+    for path in sorted(Path(root).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out.append(".".join([PACKAGE, *parts]))
+    return out
+
+
+def graph(root: Path = PACKAGE_DIR) -> dict[str, set[str]]:
+    """Module -> the package modules it imports, anywhere in its source (a package a module sits in, which runs
+    first whatever the module imports, is not counted as an import of it)."""
+    return {m: _imports_of(module_file(m, root), m, root) - {m, *_parents(m)} for m in modules(root)}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``edges``: its strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
 def entry_module(spec: str) -> str:
     """The module of a ``module:function`` spec."""
     return spec.partition(":")[0]

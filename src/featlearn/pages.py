@@ -1,124 +1,32 @@
-"""What a run writes about itself: its record (``results/run.json``), one results page per paper
+"""What a run writes about itself: one results page per paper
 (``results/<paper>/README.md`` and an HTML copy for the report) and the compute table
 (``results/benchmarks.md``) built from Snakemake's ``benchmark:`` files.
 
 Every number on these pages is read from the run's own files (claims tables, benchmark files, the run
-record); nothing is typed in. The manifests the rules pass (figures, their jobs and benchmark files, how this
+record, :mod:`featlearn.runrecord`); nothing is typed in. The manifests the rules pass (figures, their jobs and benchmark files, how this
 run's settings differ from ``config/paper.yaml``) are built by the Snakefile from the paper registries.
 """
 
 from __future__ import annotations
 
 import csv
-import datetime
-import html
 import json
 import math
 import os
-import platform
 import re
-import subprocess
-from importlib import metadata
 from pathlib import Path
 
-from featlearn.io import write_json, write_text
-from featlearn.jobserver import read_usage
+from featlearn.io import write_text
+from featlearn.jobclient import read_usage
+from featlearn.markdown_html import markdown_to_html
+from featlearn.runrecord import provenance_line
 
-# Packages whose installed versions every run records.
-RECORDED_PACKAGES = (
-    "torch", "snakemake", "snakemake-executor-plugin-slurm", "numpy", "pandas", "scipy", "matplotlib", "seaborn",
-    "transformers", "safetensors", "pyyaml", "lemminflect", "markdown-it-py",
-)
 ARXIV = {
     "features": "https://arxiv.org/abs/2310.16350",
     "scan_snap": "https://arxiv.org/abs/2305.16380",
     "joma": "https://arxiv.org/abs/2310.00535",
     "templates": "https://arxiv.org/abs/2310.09753",
 }
-
-
-# ------------------------------------------------------------------------------------------ run record
-
-
-def _git(repo: Path, *args: str) -> str | None:
-    try:
-        out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
-def installed_versions(packages=RECORDED_PACKAGES) -> dict[str, str]:
-    out = {"python": platform.python_version()}
-    for name in packages:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
-
-def device_description(configured: str) -> str:
-    """The configured device and what it resolves to here (with the GPU's name)."""
-    from featlearn.devices import resolve_device
-
-    try:
-        resolved = resolve_device(configured)
-    except Exception as exc:  # a device that does not exist here is recorded, not fatal
-        return f"{configured} (unavailable here: {exc})"
-    if resolved.startswith("cuda"):
-        import torch
-
-        return f"{configured} -> {resolved} ({torch.cuda.get_device_name(torch.device(resolved))})"
-    return f"{configured} -> {resolved}" if configured != resolved else resolved
-
-
-def job_device_description(configured: str, given: str | None) -> str:
-    """What the run's GPU-capable jobs were given (``--device`` of their commands) and why."""
-    if given is None or given == configured:
-        if configured == "cpu":
-            return "cpu: every job runs on the CPU and asks for no GPU slot"
-        return f"{configured}: GPU-capable jobs ask for a GPU slot and resolve `{configured}` themselves"
-    if given == "cpu" and configured == "auto":
-        return "cpu: device auto and no GPU visible when the DAG was built, so no job asks for a GPU slot"
-    return f"{given} (configured: {configured})"
-
-
-def run_record(scale: str, config_sha: str, code_sha: str, device: str, repo: str | os.PathLike = ".",
-               job_device: str | None = None, precision: str = "fp32") -> dict:
-    """Who made these results: scale, config and code hashes, git commit, device, date, package versions."""
-    repo = Path(repo)
-    commit = _git(repo, "rev-parse", "HEAD")
-    dirty = _git(repo, "status", "--porcelain", "--untracked-files=no")
-    return {
-        "scale": scale,
-        "config_sha256": config_sha,
-        "code_sha256": code_sha,
-        "commit": commit or "unknown (not a git checkout)",
-        "uncommitted_changes": bool(dirty) if dirty is not None else None,
-        "device": device_description(device),
-        "job_device": job_device_description(device, job_device),
-        "precision": precision,
-        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
-        "host_cpus": os.cpu_count(),
-        "versions": installed_versions(),
-    }
-
-
-def write_run_record(out: str | os.PathLike, **kw) -> dict:
-    record = run_record(**kw)
-    write_json(out, record)
-    return record
-
-
-def provenance_line(record: dict) -> str:
-    """One Markdown line naming the run: scale, commit, config hash, device, precision, date."""
-    commit = record.get("commit", "unknown")
-    short = commit[:10] if re.fullmatch(r"[0-9a-f]{40}", commit) else commit
-    dirty = " with uncommitted changes" if record.get("uncommitted_changes") else ""
-    return (f"Scale `{record.get('scale')}`; commit `{short}`{dirty}; config sha256 `{record.get('config_sha256', '')[:12]}`; "
-            f"code sha256 `{record.get('code_sha256', '')[:12]}`; device {record.get('device')}; "
-            f"precision {record.get('precision', 'fp32')}; recorded {record.get('date_utc')} UTC.")
 
 
 # --------------------------------------------------------------------------------- benchmark files
@@ -274,26 +182,6 @@ def render_page(manifest: dict, claims_csv: str | os.PathLike, record: dict) -> 
     return "\n".join(lines) + "\n"
 
 
-_HTML_STYLE = """
-body{font-family:system-ui,sans-serif;max-width:70rem;margin:1.5rem auto;padding:0 1rem;line-height:1.45;color:#111;background:#fff}
-table{border-collapse:collapse;font-size:.88rem;margin:.5rem 0}th,td{border:1px solid #bbb;padding:.2rem .45rem;vertical-align:top}
-th{background:#eee}code{background:#f3f3f3;padding:0 .2rem}h1{font-size:1.5rem}h2{font-size:1.25rem;margin-top:1.6rem}
-h3{font-size:1.05rem}img{max-width:100%}
-"""
-
-
-def markdown_to_html(markdown: str, title: str) -> str:
-    """A standalone HTML page of a Markdown page (tables included), for the Snakemake report, which shows HTML
-    files inline. Images are left out: the report shows each figure as its own item."""
-    from markdown_it import MarkdownIt
-
-    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(
-        re.sub(r"^!\[([^\]]*)\]\([^)]*\)$", r"*(\1: shown as its own item in this report)*", markdown, flags=re.M)
-    )
-    return (f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-            f"<style>{_HTML_STYLE}</style></head><body>\n{body}</body></html>\n")
-
-
 def write_page(manifest_path, claims_csv, run_json, out_md, out_html) -> str:
     manifest = json.loads(Path(manifest_path).read_text())
     record = json.loads(Path(run_json).read_text())
@@ -395,18 +283,6 @@ def write_compute(manifest_path, run_json, out_md, out_csv) -> dict:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("run-record", help="write the run record: scale, hashes, commit, device, versions")
-    p.add_argument("--out", required=True)
-    p.add_argument("--scale", required=True)
-    p.add_argument("--config-sha", required=True)
-    p.add_argument("--code-sha", required=True)
-    p.add_argument("--device", default="cpu", help="the configured device")
-    p.add_argument("--job-device", default=None, help="the device the GPU-capable jobs were given")
-    p.add_argument("--precision", default="fp32", help="the trainings' arithmetic (config key precision)")
-    p.set_defaults(func=lambda a: print(json.dumps(write_run_record(
-        a.out, scale=a.scale, config_sha=a.config_sha, code_sha=a.code_sha, device=a.device,
-        job_device=a.job_device, precision=a.precision), indent=2)))
-
     p = sub.add_parser("paper-page", help="write one paper's results page (Markdown and HTML)")
     p.add_argument("--manifest", required=True)
     p.add_argument("--claims", required=True)

@@ -104,7 +104,7 @@ def paper_section(rows: list[Claim]) -> list[str]:
 
 def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None, record: dict | None = None) -> str:
     """The scorecard page; ``record`` (the run record) names the scale and the code that produced it."""
-    from featlearn.pages import provenance_line
+    from featlearn.runrecord import provenance_line
 
     by_paper: dict[str, list[Claim]] = defaultdict(list)
     for c in claims:
@@ -148,7 +148,7 @@ def build_scorecard(
     text = render_markdown(claims, skipped, record)
     write_text(out_md, text)
     if out_html:
-        from featlearn.pages import markdown_to_html
+        from featlearn.markdown_html import markdown_to_html
 
         write_text(out_html, markdown_to_html(text, "featlearn: scorecard"))
     return claims

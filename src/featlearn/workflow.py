@@ -115,21 +115,18 @@ def is_dry_run(argv: list[str]) -> bool:
     return False
 
 
-def pretrained_checkpoints(pre: dict, data_offline: bool, available=None) -> tuple[list[tuple[str, str]], list[str]]:
+def pretrained_checkpoints(pre: dict, data_offline: bool, available) -> tuple[list[tuple[str, str]], list[str]]:
     """Resolve ``joma.pretrained`` (or another paper's section of the same shape): the (model, revision)
     pairs to analyse and, for each one left out, why. ``enabled: auto`` keeps a checkpoint when it is in the
     Hugging Face cache, or when the network may be used and the hub answers; ``true`` keeps them all (a
     missing one then fails clearly in its job); ``false`` keeps none. ``available(model, revision,
-    cache_dir, offline) -> (ok, reason)`` checks one checkpoint (default: joma's)."""
+    cache_dir, offline) -> (ok, reason)`` checks one checkpoint (each paper passes its own)."""
     pairs = [(m, r) for m, revs in pre["models"].items() for r in revs]
     if pre["enabled"] is False:
         return [], ["joma.pretrained.enabled is false"]
     if pre["enabled"] is True:
         return pairs, []
     from featlearn.data.fetch import resolve_offline
-
-    if available is None:
-        from featlearn.joma.checkpoints import available
 
     offline = resolve_offline(data_offline)
     keep, why, reachable = [], [], None

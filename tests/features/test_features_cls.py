@@ -264,7 +264,7 @@ def test_table6_and_claim1(tmp_path):
 
 
 def test_cli_extract_and_bad_inputs(tmp_path):
-    from featlearn.__main__ import main
+    from featlearn.cli import main
 
     train = _write_prepared(tmp_path / "sst", {"train": ROWS}) / "train.tsv"
     out = tmp_path / "extracted" / "sst.csv"

@@ -15,6 +15,7 @@ import torch
 from featlearn.compute import Context
 from featlearn.io import save_tensor
 from featlearn.joma import checkpoints as C
+from featlearn.joma import hub as H
 from featlearn.joma.checkpoints_figures import claims_7, draw_7, quarters
 from featlearn.lm.attention import uniform_causal_entropy
 from featlearn.lm.rank import gaussian_stable_rank, stable_rank
@@ -73,7 +74,7 @@ def hub(tmp_path_factory):
                 model.save_pretrained(src, max_shard_size="12KB" if layout == "sharded" else "50GB")
             tok.save_pretrained(src)
             save_in_hub_cache(cache, repo_id, rev, src)
-            pattern = C.UP_PROJ[family]
+            pattern = H.UP_PROJ[family]
             weights[repo_id, rev] = [model.get_parameter(pattern.format(i=i)).detach().clone()
                                      for i in range(model.config.num_hidden_layers)]
     # prepared WikiText-style validation ids over the tokenizer's words
@@ -96,22 +97,22 @@ def _analyse(hub, model, revision, out):
 
 
 def test_model_specs_and_revisions():
-    spec = C.model_spec("pythia-70m")
-    assert spec is C.model_spec("EleutherAI/pythia-70m")
+    spec = H.model_spec("pythia-70m")
+    assert spec is H.model_spec("EleutherAI/pythia-70m")
     assert spec.up_proj.format(i=3) == "gpt_neox.layers.3.mlp.dense_h_to_4h.weight"
-    assert C.model_spec("opt-2.7b").up_proj.format(i=0) == "model.decoder.layers.0.fc1.weight"
-    assert len(C.PYTHIA_REVISIONS) == 154 and C.PYTHIA_REVISIONS[:3] == ("step0", "step1", "step2")
-    assert "step512" in C.PYTHIA_REVISIONS and "step1000" in C.PYTHIA_REVISIONS and C.PYTHIA_REVISIONS[-1] == "step143000"
-    assert C.revision_step(spec, "step4000") == 4000 and C.revision_step(spec, "main") == 143000
-    assert C.model_spec("opt-125m").revisions == ("main",) and math.isnan(C.revision_step(C.model_spec("opt-125m"), "main"))
+    assert H.model_spec("opt-2.7b").up_proj.format(i=0) == "model.decoder.layers.0.fc1.weight"
+    assert len(H.PYTHIA_REVISIONS) == 154 and H.PYTHIA_REVISIONS[:3] == ("step0", "step1", "step2")
+    assert "step512" in H.PYTHIA_REVISIONS and "step1000" in H.PYTHIA_REVISIONS and H.PYTHIA_REVISIONS[-1] == "step143000"
+    assert H.revision_step(spec, "step4000") == 4000 and H.revision_step(spec, "main") == 143000
+    assert H.model_spec("opt-125m").revisions == ("main",) and math.isnan(H.revision_step(H.model_spec("opt-125m"), "main"))
     with pytest.raises(ValueError, match="no revision 'step1500'"):
-        C.revision_step(spec, "step1500")
+        H.revision_step(spec, "step1500")
     with pytest.raises(ValueError, match="unknown checkpoint model"):
-        C.model_spec("gpt2")
+        H.model_spec("gpt2")
 
 
 def test_loading_picks_the_requested_revision(hub):
-    spec = C.model_spec(PYTHIA)
+    spec = H.model_spec(PYTHIA)
     loaded = {}
     for rev in PYTHIA_REVS:
         model, tok = C.load_checkpoint(spec, rev, hub["cache"], offline=True)
@@ -132,13 +133,13 @@ def test_the_dtype_keyword_matches_the_transformers_version(hub):
     assert dtype_keyword(torch.float64, "4.56.0") == {"dtype": torch.float64}
     assert dtype_keyword(torch.float64, "5.0.0rc1") == {"dtype": torch.float64}
     # the installed version honours the keyword it is given: a float32 checkpoint loads in the requested dtype
-    model, _ = C.load_checkpoint(C.model_spec(PYTHIA), "step0", hub["cache"], offline=True, dtype="float64")
+    model, _ = C.load_checkpoint(H.model_spec(PYTHIA), "step0", hub["cache"], offline=True, dtype="float64")
     assert {p.dtype for p in model.parameters()} == {torch.float64}
 
 
 def test_stable_rank_from_safetensors_equals_the_loaded_weight(hub):
     for repo_id, rev, n_layers, files in ((PYTHIA, "step0", 4, 1), (PYTHIA, "step143000", 4, 2), (OPT, "main", 2, 1)):
-        spec = C.model_spec(repo_id)
+        spec = H.model_spec(repo_id)
         index = C.safetensors_index(spec.repo_id, rev, hub["cache"], offline=True)
         assert index is not None and len(set(index.values())) >= files
         from_files = C.stable_ranks_from_safetensors(index, spec.up_proj, n_layers)
@@ -185,7 +186,7 @@ def test_validation_text_and_windows(tmp_path):
 
 
 def test_attention_entropy_is_within_the_uniform_bound(hub):
-    spec = C.model_spec(PYTHIA)
+    spec = H.model_spec(PYTHIA)
     model, tok = C.load_checkpoint(spec, "step1000", hub["cache"], offline=True)
     wins = C.token_windows(tok, C.validation_text(hub["valid"], hub["vocab"]), window=8, windows=6)
     ent = C.layer_attention_entropy(model, wins, batch_size=4)
@@ -196,15 +197,15 @@ def test_attention_entropy_is_within_the_uniform_bound(hub):
 
 
 def test_available_reads_only_the_cache(hub):
-    ok, reason = C.available(PYTHIA, "step1000", hub["cache"], offline=True)
+    ok, reason = H.available(PYTHIA, "step1000", hub["cache"], offline=True)
     assert ok, reason
-    ok, reason = C.available(PYTHIA, "step143000", hub["cache"], offline=True)  # sharded
+    ok, reason = H.available(PYTHIA, "step143000", hub["cache"], offline=True)  # sharded
     assert ok, reason
-    ok, reason = C.available("pythia-14m", "step2000", hub["cache"], offline=True)
+    ok, reason = H.available("pythia-14m", "step2000", hub["cache"], offline=True)
     assert not ok and "step2000" in reason and "offline" in reason and "config.json" in reason
-    ok, reason = C.available(PYTHIA, "step1500", hub["cache"], offline=True)
+    ok, reason = H.available(PYTHIA, "step1500", hub["cache"], offline=True)
     assert not ok and "no revision" in reason
-    ok, reason = C.available(PYTHIA, "step2000", hub["cache"], offline=False)
+    ok, reason = H.available(PYTHIA, "step2000", hub["cache"], offline=False)
     assert ok and "downloaded" in reason
 
 

@@ -32,6 +32,7 @@ from featlearn.workflow import (
 )
 
 import featlearn.devices
+import featlearn.jobclient
 import featlearn.jobserver
 import featlearn.sizing
 import featlearn.workflow
@@ -207,7 +208,7 @@ REGISTERED_FIGURES = []
 # Snakemake's own Python).
 JOB_SERVER = {"on": config["job_server"], "handle": None}
 SERVER_ENV = (
-    f"export {featlearn.jobserver.USAGE_ENV}={{params.usage:q}}; "
+    f"export {featlearn.jobclient.USAGE_ENV}={{params.usage:q}}; "
     if JOB_SERVER["on"]
     else ""
 )

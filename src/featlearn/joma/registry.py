@@ -105,6 +105,7 @@ def lm_log(paths: Paths, dataset: str, n_layer: int, lr: float, seed: int) -> st
 
 def registry(config: dict, paths: Paths, dataset_on) -> JomaRegistry:
     from featlearn.lm import epoch_budget
+    from featlearn.joma.hub import available
     from featlearn.workflow import pretrained_checkpoints
 
     cfg = config[PAPER]
@@ -221,7 +222,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> JomaRegistry:
         figure("hblt", "table1_figures", dict(hblt.outputs), HIER_PLOT, cls=RenamedFigure, file_stem="hblt", log_name="fig_hblt"),
     ]
 
-    ckpts, ckpt_skipped = pretrained_checkpoints(pre, config["data"]["offline"])
+    ckpts, ckpt_skipped = pretrained_checkpoints(pre, config["data"]["offline"], available=available)
     ckpt_on = bool(ckpts) and dataset_on(pre["dataset"])
     if ckpt_on:
         declared.append(figure("7", "checkpoints_figures", {"tables": [out("pretrained", m, f"{r}.csv") for m, r in ckpts]}, CKPT_PLOT))
