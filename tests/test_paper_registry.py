@@ -135,3 +135,71 @@ def test_compute_command_runs_a_registry_job(tmp_path):
     assert rc == 0
     rows = list(csv.DictReader(open(outputs["decoder"])))
     assert len(rows) == 21 and float(rows[0]["h_discrete"]) == pytest.approx(float(rows[0]["h_continuous"]))
+
+
+# ------------------------------------------------------------------ one figure rule, any number of drawings
+
+
+def test_a_figure_record_lists_its_further_drawings_with_report_order_and_label():
+    """JoMA Fig. 6 (two figures) and templates Fig. 6 (a figure and a table) as records of the base rule."""
+    from featlearn.registry import TABLE, Drawing, Figure
+
+    joma6 = Figure("joma", "6", {"logs": []}, (), draw="m:draw_6",
+                   also=(Drawing("m:draw_6_stable_rank", "fig6_stable_rank", caption="joma_fig6_stable_rank.rst"),))
+    assert joma6.drawings() == [
+        ("m:draw_6", "figure", "fig6", "006", "Fig. 6", "joma_fig6.rst"),
+        ("m:draw_6_stable_rank", "figure", "fig6_stable_rank", "006_stable_rank", "Fig. 6 (stable rank)",
+         "joma_fig6_stable_rank.rst"),
+    ]
+    tg6 = Figure("templates", "6", {"logs": []}, (), draw="m:draw_6", also=(Drawing("m:table_6", "fig6", kind=TABLE),))
+    assert tg6.drawings()[1] == ("m:table_6", "table", "fig6", "006_table", "Fig. 6 (table)", "templates_fig6.rst")
+
+
+def test_a_figure_record_refuses_drawings_on_a_check_and_unknown_table_formats():
+    from featlearn.registry import CHECK, TABLE, Drawing, Figure
+
+    with pytest.raises(ValueError, match="draws nothing"):
+        Figure("joma", "t", {}, (), claims="m:c", kind=CHECK, also=(Drawing("m:d", "x"),))
+    with pytest.raises(ValueError, match="table formats"):
+        Figure("joma", "1", {}, (), draw="m:d", kind=TABLE, table_formats=("csv",))
+    with pytest.raises(ValueError, match="figure or a table"):
+        Drawing("m:d", "x", kind=CHECK)
+
+
+def _draw_two(inputs, cfg):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    return fig
+
+
+def _table_with_latex(inputs, cfg):
+    import pandas as pd
+
+    from featlearn.figure import Table
+
+    return Table(pd.DataFrame({"a": [1]}), "| a |\n|---|\n| 1 |\n", "\\begin{tabular}{r} 1 \\end{tabular}\n")
+
+
+def test_the_figure_command_writes_further_drawings_and_latex(tmp_path, monkeypatch):
+    """One command: the record's drawing, a further table (CSV, Markdown, LaTeX); a .tex of a table without LaTeX
+    is refused."""
+    import json
+    import sys
+    import types
+
+    from featlearn.figure import Table
+
+    mod = types.ModuleType("planted_drawings")
+    mod.draw, mod.table = _draw_two, _table_with_latex
+    mod.plain = lambda inputs, cfg: Table(_table_with_latex(inputs, cfg).frame, "| a |\n")  # no LaTeX
+    monkeypatch.setitem(sys.modules, "planted_drawings", mod)
+    files = [str(tmp_path / f"t.{ext}") for ext in ("csv", "md", "tex")]
+    rc = main(["figure", "--draw", "planted_drawings:draw", "--figures", str(tmp_path / "f.png"), "--inputs", "{}",
+               "--also", json.dumps([{"draw": "planted_drawings:table", "files": files}]), "--scale", "test", "--dpi", "30"])
+    assert rc == 0 and (tmp_path / "f.png").stat().st_size > 500
+    assert (tmp_path / "t.tex").read_text().startswith("\\begin{tabular}") and (tmp_path / "t.md").read_text().startswith("| a |")
+    with pytest.raises(ValueError, match="LaTeX"):
+        main(["figure", "--draw", "planted_drawings:plain", "--figures", str(tmp_path / "p.tex"), "--inputs", "{}",
+              "--scale", "test", "--dpi", "30"])

@@ -188,13 +188,9 @@ def build_dag(config: dict, results: str = "results") -> list[Node]:
             jobs += list(reg.jobs)
             if not config["papers"][paper]:
                 continue
-            for fig in getattr(reg, "declared", None) or reg.figures:  # joma: the hand-written figures too
+            for fig in reg.figures:
                 roots += [p for v in fig.inputs.values() for p in files_of(v)]
             roots += list(reg.job_claims)
-            if paper == "templates":  # Fig. 6's rule is written by hand in templates.smk
-                from featlearn.templates.registry import wikitext_logs
-
-                roots += wikitext_logs(config, paths, dataset_on)
     finally:
         wf.HUB_CONTACT["allowed"] = allowed
     index = JobIndex(jobs + _data_jobs(paths, prepared_on), paths)

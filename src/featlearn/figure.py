@@ -1,7 +1,9 @@
 """``python -m featlearn figure``: draw one registry :class:`~featlearn.registry.Figure` and write its claims.
 
 A draw function returns a matplotlib figure (saved in every requested format) or a :class:`Table` (written
-as CSV and Markdown); a claims function returns the list of :class:`~featlearn.claims.Claim` it checked.
+as CSV and Markdown, and LaTeX where it has one); a claims function returns the list of
+:class:`~featlearn.claims.Claim` it checked. One command writes the record's own drawing (``--draw``,
+``--figures``) and each further drawing of the record (``--also``: its function and files).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ class Table:
 
     frame: pd.DataFrame
     markdown: str
+    latex: str | None = None
 
 
 def write_outputs(drawn, paths: list[str], dpi: int) -> None:
@@ -32,8 +35,10 @@ def write_outputs(drawn, paths: list[str], dpi: int) -> None:
                 write_csv(drawn.frame, path)
             elif ext == ".md":
                 write_text(path, drawn.markdown)
+            elif ext == ".tex" and drawn.latex is not None:
+                write_text(path, drawn.latex)
             else:
-                raise ValueError(f"{path}: a table is written as .csv or .md")
+                raise ValueError(f"{path}: a table is written as .csv or .md (or .tex, when it has LaTeX)")
         return
     from featlearn.plotting import save_figure
 
@@ -60,6 +65,8 @@ def _main(args) -> None:
     cfg = {**json.loads(args.settings), "scale": args.scale}
     if args.draw:
         write_outputs(load(args.draw)(inputs, cfg), args.figures, args.dpi)
+    for drawing in json.loads(args.also):
+        write_outputs(load(drawing["draw"])(inputs, cfg), drawing["files"], args.dpi)
     if args.claims_fn:
         claims = load(args.claims_fn)(inputs, cfg)
         check_declared(claims, json.loads(args.claim_ids))
@@ -75,6 +82,7 @@ def register(sub) -> None:
     p.add_argument("--inputs", required=True, help="JSON object: table name -> path or list of paths")
     p.add_argument("--settings", default="{}", help="JSON object: the figure's settings")
     p.add_argument("--figures", nargs="*", default=[], help="output files; the format follows the extension")
+    p.add_argument("--also", default="[]", help='JSON list of further drawings: {"draw": module:function, "files": [...]}')
     p.add_argument("--claims", default="", help="claims table to write")
     p.add_argument("--claim-ids", default="[]", help="JSON list: the claim ids (patterns) the registry declares")
     p.add_argument("--scale", required=True, help="label of the configuration scale")

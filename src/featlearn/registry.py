@@ -88,6 +88,33 @@ class Job:
 
 
 FIGURE, TABLE, CHECK = "figure", "table", "check"
+TABLE_FORMATS = ("csv", "md")  # what a table is written as; a record may add "tex" (its Table then has LaTeX)
+
+
+@dataclass(frozen=True)
+class Drawing:
+    """A further drawing or table that a figure's rule writes beside the record's own, from the same inputs
+    and in the same job: Fig. 6 of JoMA is two figures, templates Fig. 6 is a figure and a table.
+
+    ``draw`` names ``module:function`` as :attr:`Figure.draw` does; ``stem`` names its files (``fig6_stable_rank``
+    gives ``figures/<paper>/fig6_stable_rank.png``; a table ``fig6`` gives ``<paper>/fig6.csv`` and ``.md``);
+    ``label`` is its name in the report (``Fig. 6 (stable rank)``), where it is listed right after the record's
+    own drawing, with the record's caption."""
+
+    draw: str
+    stem: str
+    kind: str = FIGURE
+    label: str = ""
+    caption: str = ""  # caption file under workflow/report/ (default: the record's)
+
+    def __post_init__(self):
+        if self.kind not in (FIGURE, TABLE):
+            raise ValueError(f"drawing {self.stem}: a further drawing is a figure or a table, not {self.kind!r}")
+
+    def suffix(self, fig: "Figure") -> str:
+        """What tells it from the record's own drawing: ``stable_rank`` (``fig6_stable_rank`` of ``fig6``), or
+        its kind when it shares the record's stem (templates Fig. 6's table)."""
+        return self.stem[len(fig.stem):].lstrip("_") if self.stem.startswith(fig.stem) and self.stem != fig.stem else self.kind
 
 
 @dataclass(frozen=True)
@@ -98,6 +125,9 @@ class Figure:
     ``figure``) or a :class:`featlearn.figure.Table` (kind ``table``); ``claims`` names
     ``function(inputs, cfg) -> list[Claim]``. ``cfg`` is ``settings`` plus ``scale``. A ``check`` has claims
     and no drawing. The rule is ``fig_<paper>_<id>``, ``table_<paper>_<id>`` or ``check_<paper>_<id>``.
+
+    One rule writes any number of drawings and tables: the record's own (``draw``) and each :class:`Drawing`
+    of ``also``. A table is written in ``table_formats`` (CSV and Markdown; ``tex`` adds a LaTeX file).
     """
 
     paper: str
@@ -111,8 +141,14 @@ class Figure:
     # The claim ids the claims function may write (shell-style patterns, e.g. "wiki_freeze_*"); each has a
     # planted-negative and a planted-positive test. Empty: not declared yet.
     claim_ids: tuple[str, ...] = ()
+    also: tuple[Drawing, ...] = ()
+    table_formats: tuple[str, ...] = TABLE_FORMATS
 
     def __post_init__(self):
+        if self.also and self.kind == CHECK:
+            raise ValueError(f"{self.paper} {self.id}: a check draws nothing, so it has no further drawings")
+        if set(TABLE_FORMATS) - set(self.table_formats) or set(self.table_formats) - {*TABLE_FORMATS, "tex"}:
+            raise ValueError(f"{self.paper} {self.id}: table formats {self.table_formats} (csv and md, and tex if wanted)")
         if self.claim_ids and self.claims is None:
             raise ValueError(f"{self.paper} {self.id}: claim ids declared without a claims function")
         if self.kind not in (FIGURE, TABLE, CHECK):
@@ -153,6 +189,14 @@ class Figure:
     def order(self) -> str:
         """Sort key in the paper's own order (see :func:`report_order`)."""
         return report_order(self.kind, self.id)
+
+    def drawings(self) -> list[tuple[str, str, str, str, str]]:
+        """Every drawing and table the rule writes, the record's own first: (draw function, kind, file stem,
+        report order, report label, caption file)."""
+        own = [(self.draw, self.kind, self.stem, self.order, self.label, self.caption)] if self.kind != CHECK else []
+        return own + [(d.draw, d.kind, d.stem, f"{self.order}_{d.suffix(self)}",
+                       d.label or f"{self.label} ({d.suffix(self).replace('_', ' ')})", d.caption or self.caption)
+                      for d in self.also]
 
     def claims_file(self, paths: Paths) -> str | None:
         return paths.paper(self.paper, "claims", f"{self.stem if self.kind == TABLE else self.id}.csv") if self.claims else None

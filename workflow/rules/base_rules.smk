@@ -1,5 +1,6 @@
 # The two base rules every paper's registry (src/featlearn/<paper>/registry.py) is turned into, written
-# once: compute_rule(job) for a registry Job, figure_rule(fig) for a Figure (figure, table or check).
+# once: a compute rule for each registry Job, a figure rule for each Figure (figures, tables or a check: one
+# rule writes the record's drawing and each of its further drawings, and its claims table).
 # Included after every paper's rules file: register_paper() (common.smk) has collected the records by then;
 # the helpers the rules use (named_paths, figure_outputs, ...) live in common.smk.
 
@@ -75,6 +76,7 @@ for fig in REGISTERED_FIGURES:
             claims_fn=fig.claims or "",
             inputs=lambda wildcards, input: named_paths(input),
             drawn=lambda wildcards, output: drawn_files(output),
+            also=further_drawings(fig, figure_outputs(fig)),
             claims=lambda wildcards, output: output.get("claims", ""),
             settings=fig.settings_json(),
             claim_ids=fig.claim_ids_json(),
@@ -85,5 +87,6 @@ for fig in REGISTERED_FIGURES:
             SERVER_ENV
             + "python -m featlearn figure --draw={params.draw:q} --claims-fn={params.claims_fn:q}"
             " --inputs {params.inputs:q} --settings {params.settings:q} --figures {params.drawn:q}"
+            " --also {params.also:q}"
             " --claims={params.claims:q} --claim-ids {params.claim_ids:q} --scale {params.scale}"
             " --dpi {params.dpi} > {log} 2>&1"

@@ -171,13 +171,12 @@ def job_code(job):
     return modules_hash((entry_module(job.run), "featlearn.compute"), extra=job.code)
 
 
-def figure_code(fig, *modules):
-    """Code hash of a figure rule: the import closure of the figure command, its draw and claims modules (and
-    ``modules``, for hand-written rules)."""
-    entries = [entry_module(s) for s in (fig.draw, fig.claims) if s] if fig else []
-    return modules_hash(
-        ("featlearn.figure", *entries, *modules), extra=fig.code if fig else ()
-    )
+def figure_code(fig):
+    """Code hash of a figure rule: the import closure of the figure command and of its draw (further drawings
+    included) and claims modules."""
+    functions = (fig.draw, fig.claims, *(d.draw for d in fig.also))
+    entries = [entry_module(s) for s in functions if s]
+    return modules_hash(("featlearn.figure", *entries), extra=fig.code)
 
 
 # ---- the two base rules: every paper's registry (featlearn/<paper>/registry.py) is turned into rules here.
@@ -345,42 +344,73 @@ def gpu_slots(job):
 
 
 def figure_outputs(fig):
-    """Named outputs of a figure rule: the drawing (PNG in the report, other formats beside it, or a
-    table's CSV and Markdown) and its claims table."""
+    """Named outputs of a figure rule: each drawing (PNG in the report, other formats beside it; a table as
+    CSV and Markdown, and LaTeX where the record asks), the record's own under png/other or csv/md/tex and
+    its further drawings under also<i>_..., and the claims table."""
     out = {}
-    if fig.kind == FIGURE:
-        stem = f"{fig.paper}/{fig.stem}"
-        out["png"] = report_figure(stem, fig.paper, fig.caption, fig.order, fig.label)
-        out["other"] = other_formats(stem)
-    elif fig.kind == TABLE:
-        out["csv"] = PATHS.paper(fig.paper, f"{fig.stem}.csv")
-        out["md"] = report_table(fig)
+    for i, (_, kind, stem, order, label, caption) in enumerate(fig.drawings()):
+        key = "" if i == 0 else f"also{i - 1}_"
+        if kind == FIGURE:
+            out[f"{key}png"] = report_figure(
+                f"{fig.paper}/{stem}", fig.paper, caption, order, label
+            )
+            out[f"{key}other"] = other_formats(f"{fig.paper}/{stem}")
+        else:
+            out[f"{key}csv"] = PATHS.paper(fig.paper, f"{stem}.csv")
+            out[f"{key}md"] = report(
+                PATHS.paper(fig.paper, f"{stem}.md"),
+                caption=f"../report/{caption}",
+                category=fig.paper,
+                labels=report_labels(order, label),
+            )
+            if "tex" in fig.table_formats:
+                out[f"{key}tex"] = PATHS.paper(fig.paper, f"{stem}.tex")
     if fig.claims:
         out["claims"] = fig.claims_file(PATHS)
     return out
 
 
-def report_table(fig, stem=None):
-    """The Markdown of table record ``fig``, in the report under its paper; ``stem`` names the table file of
-    a figure that is also a table (listed right after the figure)."""
-    return report(
-        PATHS.paper(fig.paper, f"{stem or fig.stem}.md"),
-        caption=f"../report/{fig.caption}",
-        category=fig.paper,
-        labels=report_labels(
-            f"{fig.order}_table" if stem else fig.order,
-            f"{fig.label} (table)" if stem else fig.label,
-        ),
-    )
+def _files(value):
+    return [value] if isinstance(value, str) else list(value)
 
 
 def drawn_files(output):
-    """What the draw function writes: every output but the claims table."""
-    files = []
-    for name, value in output.items():
-        if name != "claims":
-            files += [value] if isinstance(value, str) else list(value)
-    return files
+    """What the record's own draw function writes: its outputs but the claims table and further drawings."""
+    return [
+        f
+        for name, value in output.items()
+        if name != "claims" and not name.startswith("also")
+        for f in _files(value)
+    ]
+
+
+def further_drawings(fig, output):
+    """JSON for the figure command's --also: each further drawing's function and files."""
+    return json.dumps(
+        [
+            {
+                "draw": d.draw,
+                "files": [
+                    f
+                    for name, value in output.items()
+                    if name.startswith(f"also{i}_")
+                    for f in _files(value)
+                ],
+            }
+            for i, d in enumerate(fig.also)
+        ]
+    )
+
+
+def figure_files(fig):
+    """The PNGs and Markdown tables of a figure rule, as the results page lists them."""
+    pngs, tables = [], []
+    for _, kind, stem, *_ in fig.drawings():
+        if kind == FIGURE:
+            pngs.append(PATHS.figure(fig.paper, stem, "png"))
+        else:
+            tables.append(PATHS.paper(fig.paper, f"{stem}.md"))
+    return pngs, tables
 
 
 # What each paper's results page lists: one entry per figure, table or check (see page_entry).
@@ -414,14 +444,9 @@ def register_paper(reg):
     REGISTERED_JOBS.extend(reg.jobs)
     REGISTERED_FIGURES.extend(reg.figures)
     for fig in reg.figures:
-        if fig.kind == FIGURE:
-            PAPER_TARGETS[reg.paper].append(PATHS.figure(fig.paper, fig.stem, "png"))
-            page_entry(fig, pngs=[PATHS.figure(fig.paper, fig.stem, "png")])
-        elif fig.kind == TABLE:
-            PAPER_TARGETS[reg.paper].append(PATHS.paper(fig.paper, f"{fig.stem}.md"))
-            page_entry(fig, tables=[PATHS.paper(fig.paper, f"{fig.stem}.md")])
-        else:
-            page_entry(fig)
+        pngs, tables = figure_files(fig)
+        PAPER_TARGETS[reg.paper] += pngs + tables
+        page_entry(fig, pngs=pngs, tables=tables)
     PAPER_CLAIMS[reg.paper] += reg.claim_tables(PATHS)
     SKIPPED.update(reg.skipped)
     PAPER_UNCHECKED[reg.paper].update(reg.unchecked)

@@ -5,17 +5,15 @@ Fig. 4 and Theorem 2 are the dynamics of Sec. 3-4; Figs. 2-3 the joint MLP/atten
 language models trained here; Fig. 7 public checkpoints. Settings come from ``config["joma"]`` (and
 ``config["data"]["offline"]`` for the checkpoints); a figure's settings are the part of the config it reads.
 
-Two figures have rules written by hand in ``workflow/rules/joma.smk``, from the records declared here
-(:attr:`JomaRegistry.hand_written`): ``fig_joma_6`` draws two figures (attention entropy and stable
-rank) and ``table_joma_1`` writes a LaTeX table beside its CSV and Markdown; the base figure rule writes
-one drawing, or a table as CSV and Markdown only. Their claims tables keep their place in claims.csv.
+Fig. 6 is two drawings (attention entropy, and stable rank as a further :class:`Drawing`) and Table 1 is
+written as CSV, Markdown and LaTeX; the base figure rule writes both.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from featlearn.registry import CHECK, TABLE, Figure, Job, PaperRegistry, Paths, Resources
+from featlearn.registry import CHECK, TABLE, Drawing, Figure, Job, PaperRegistry, Paths, Resources
 from featlearn.sizing import gpu_rate, lm_tokens, runtime_minutes
 
 PAPER = "joma"
@@ -65,45 +63,12 @@ class RenamedFigure(Figure):
         return self.log_name
 
 
-@dataclass(frozen=True)
-class JomaRegistry(PaperRegistry):
-    """The paper's registry plus the figures whose rules joma.smk writes by hand. ``declared`` holds every
-    figure in the order of the paper's claims.csv, hand-written ones included."""
-
-    declared: tuple[Figure, ...] = ()
-
-    @property
-    def hand_written(self) -> tuple[Figure, ...]:
-        return tuple(f for f in self.declared if f not in self.figures)
-
-    def hand_written_figure(self, fig_id: str) -> Figure | None:
-        """The hand-written figure ``fig_id``, or None when this run leaves it out."""
-        return next((f for f in self.hand_written if f.id == fig_id), None)
-
-    def claim_tables(self, paths: Paths) -> list[str]:
-        return [f.claims_file(paths) for f in self.declared if f.claims] + list(self.job_claims)
-
-
-def figure_command(fig: Figure, figures: str, claims: bool = True, draw: str | None = None) -> str:
-    """Shell command of a hand-written figure rule: `python -m featlearn figure` for record ``fig``, drawing
-    with ``draw`` (default the record's function) into ``figures`` (the rule's outputs, as shell text) and,
-    with ``claims``, writing the record's claims to ``{output.claims}``. The rule has params inputs,
-    settings, claim_ids, scale and dpi, as the base figure rule does."""
-    return (
-        f"python -m featlearn figure --draw={draw or fig.draw}"
-        f" --claims-fn={fig.claims if claims else ''} --inputs {{params.inputs:q}}"
-        f" --settings {{params.settings:q}} --figures {figures}"
-        f" --claims={'{output.claims}' if claims else ''} --claim-ids {{params.claim_ids:q}}"
-        f" --scale {{params.scale}} --dpi {{params.dpi}}"
-    )
-
-
 def lm_log(paths: Paths, dataset: str, n_layer: int, lr: float, seed: int) -> str:
     """Long log of one WikiText run (``lr`` formatted with :g, as the rule's wildcard)."""
     return paths.paper(PAPER, "wikitext", dataset, f"L{n_layer}_lr{lr:g}_s{seed}.csv")
 
 
-def registry(config: dict, paths: Paths, dataset_on) -> JomaRegistry:
+def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
     from featlearn.lm import epoch_budget
     from featlearn.joma.hub import available
     from featlearn.workflow import pretrained_checkpoints
@@ -209,7 +174,9 @@ def registry(config: dict, paths: Paths, dataset_on) -> JomaRegistry:
     on8 = [d for d in f8["datasets"] if dataset_on(d)]
     if on6:
         declared.append(figure("6", "wikitext_figures", {"logs": [lm_log(paths, d, L, f6["lr"], s) for d in on6 for L in f6["layers"] for s in wiki["seeds"]]},
-                               LM_PLOT, settings={"lr": f6["lr"], "bptt": BPTT}))
+                               LM_PLOT, settings={"lr": f6["lr"], "bptt": BPTT},
+                               also=(Drawing("featlearn.joma.wikitext_figures:draw_6_stable_rank", "fig6_stable_rank",
+                                             caption="joma_fig6_stable_rank.rst"),)))
     else:
         skipped["joma Fig. 6"] = f"none of the WikiText datasets {wiki['datasets']} is available"
     if on8:
@@ -218,7 +185,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> JomaRegistry:
     else:
         skipped["joma Fig. 8"] = f"none of the WikiText datasets {f8['datasets']} is available"
     declared += [
-        figure("1", "table1_figures", {"cells": cells}, HIER_PLOT, kind=TABLE, name="table1"),
+        figure("1", "table1_figures", {"cells": cells}, HIER_PLOT, kind=TABLE, name="table1", table_formats=("csv", "md", "tex")),
         figure("hblt", "table1_figures", dict(hblt.outputs), HIER_PLOT, cls=RenamedFigure, file_stem="hblt", log_name="fig_hblt"),
     ]
 
@@ -234,11 +201,4 @@ def registry(config: dict, paths: Paths, dataset_on) -> JomaRegistry:
     elif not ckpt_on:
         skipped["joma Fig. 7"] = f"dataset {pre['dataset']} (validation text) is not available"
 
-    hand_written = {"6", "1"}
-    return JomaRegistry(
-        PAPER,
-        jobs=tuple(jobs),
-        figures=tuple(f for f in declared if f.id not in hand_written),
-        skipped=skipped,
-        declared=tuple(declared),
-    )
+    return PaperRegistry(PAPER, jobs=tuple(jobs), figures=tuple(declared), skipped=skipped)

@@ -1,5 +1,5 @@
 """JoMA Table 1 (NCorr of MLP neurons with the latents of the hierarchy; ``draw_table1``,
-``claims_table1``, and its LaTeX version ``write_latex``) and the Theorem 5 figure (``draw_hblt``,
+``claims_table1``; the table is written as CSV, Markdown and LaTeX) and the Theorem 5 figure (``draw_hblt``,
 ``claims_hblt``). Reads only the tables of ``featlearn.joma.table1``."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import pandas as pd
 
 from featlearn.claims import UNTRAINED, Claim, check
 from featlearn.figure import Table
-from featlearn.io import write_text
 from featlearn.plotting import ordered_palette, set_style
 
 PAPER = "joma"
@@ -127,15 +126,11 @@ def _csv_frame(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def draw_table1(inputs: dict, cfg: dict) -> Table:
-    """The summary (CSV: one row per cell and level) and the paper's layout with cells as rows (Markdown)."""
+    """The summary (CSV: one row per cell and level), the paper's layout with cells as rows (Markdown) and the
+    same as a LaTeX table."""
     summary = _summary(inputs)
-    return Table(_csv_frame(summary), _markdown(summary, _caption(summary, cfg["scale"])))
-
-
-def write_latex(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
-    """Table 1 as a LaTeX table (output ``tex``; ``settings["scale"]`` names the configuration scale)."""
-    summary = _summary(inputs)
-    write_text(outputs["tex"], _latex(summary, _caption(summary, settings["scale"]).replace("±", "$\\pm$")))
+    caption = _caption(summary, cfg["scale"])
+    return Table(_csv_frame(summary), _markdown(summary, caption), _latex(summary, caption.replace("±", "$\\pm$")))
 
 
 def claims_table1(inputs: dict, cfg: dict) -> list[Claim]:

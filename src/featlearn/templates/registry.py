@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from featlearn.data.registry import DATASETS
-from featlearn.registry import Figure, Job, PaperRegistry, Paths, Resources
+from featlearn.registry import TABLE, Drawing, Figure, Job, PaperRegistry, Paths, Resources
 from featlearn.sizing import gpu_rate, lm_tokens, runtime_minutes
 
 PAPER = "templates"
@@ -38,8 +38,8 @@ FIGURES = tuple(FIGURE_GRID)
 # sweep figures with claims (claims 3-10): each has ``claims_<id>`` in sweeps/figures.py
 CLAIMED = ("2c", "3c", "5", "8", "17", "22", "23", "25")
 # The claims each figure checks (the claims functions write exactly these; <dataset> and <task> are filled in
-# by the run). "checks" is the templates_checks job (claims 1-2, sanity), "6" the hand-written rule of Fig. 6
-# (templates.smk), "kernels" the kernel figure. Claim 7 is checked for k = 2 only (sweeps/figures.claims_23 says
+# by the run). "checks" is the templates_checks job (claims 1-2, sanity), "6" Fig. 6 (a figure and a table),
+# "kernels" the kernel figure. Claim 7 is checked for k = 2 only (sweeps/figures.claims_23 says
 # why not for k = 4); the kernel identities of claim 11 (11a-c) are unit tests, not claims.
 CLAIM_IDS = {
     "checks": ("1-match", "1-alphabets", "1-heldout", "1-trivial", "2-identity", "2-parameters"),
@@ -324,8 +324,9 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
     )
 
     skipped = {}
-    # Fig. 6 is a figure and a table at once: its rule stays in templates.smk (see wikitext_logs).
-    if not wikitext_logs(config, paths, dataset_on):
+    # Fig. 6 is a figure and a table at once (added last, so that its claims close claims.csv)
+    wiki_logs = wikitext_logs(config, paths, dataset_on)
+    if not wiki_logs:
         skipped["templates Fig. 6"] = (
             "GPT-2's BPE tokenizer files (data.datasets.gpt2) are not available; set templates.gpt2.wikitext.tokenizer "
             "to word for the word-level vocabulary" if wiki["tokenizer"] == "gpt2" and not dataset_on("gpt2")
@@ -365,6 +366,19 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
         )
     elif ckpts:
         skipped["templates Fig. 7"] = f"{pre['fig7_model']} is not among the usable GPT-2 checkpoints"
+    if wiki_logs:
+        figures.append(
+            Figure(
+                paper=PAPER,
+                id="6",
+                inputs={"logs": wiki_logs},
+                code=GPT2_PLOT,
+                draw=f"{GPT2_FIGURES}:draw_6",
+                claims=f"{GPT2_FIGURES}:claims_6",
+                claim_ids=CLAIM_IDS["6"],
+                also=(Drawing(f"{GPT2_FIGURES}:table_6", "fig6", kind=TABLE),),
+            )
+        )
 
     return TemplatesRegistry(
         PAPER,
