@@ -12,7 +12,7 @@ CONSTRAINTS ?= envs/constraints.txt
 # Rules run `python -m featlearn ...`: put the environment's python first on PATH.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 
-.PHONY: setup run smoke test test-floors lint report clean
+.PHONY: setup run smoke test test-floors lint report clean figures
 
 setup: $(VENV)/.installed
 
@@ -26,6 +26,10 @@ run: setup
 
 smoke: setup
 	snakemake --workflow-profile profiles/default --cores all $(ARGS) --configfile config/smoke.yaml
+
+# Every figure, table and check target with its title, and whether this config and data can make it.
+figures: setup
+	python -m featlearn figures $(if $(ARGS),--configfile $(ARGS))
 
 test: setup
 	snakefmt --check Snakefile workflow/rules/

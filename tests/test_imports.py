@@ -91,7 +91,7 @@ LAYERS = {
     "base": ("featlearn", "io", "seeding", "devices", "precision", "plotting", "training", "allocator", "hf", "imports",
              "markdown_html", "jobclient", "data", "lm"),
     "pipeline": ("registry", "dag", "workflow", "compute", "figure", "claims", "scorecard", "pages", "jobserver", "sizing",
-                 "runrecord", "config_docs", "cli", "__main__"),
+                 "runrecord", "config_docs", "cli", "__main__", "targets"),
     "papers": ("features", "joma", "scan_snap", "templates"),
     "commands": ("estimate", "lm_bench"),
 }

@@ -72,6 +72,7 @@ COMMAND_MODULES = {
     "featlearn.lm_bench": ("lm-bench",),
     "featlearn.estimate": ("estimate",),
     "featlearn.jobserver": ("job-server",),
+    "featlearn.targets": ("figures",),
 }
 
 

@@ -35,6 +35,7 @@ from typing import Callable
 
 from featlearn import PAPERS
 from featlearn.sizing import ESTIMATE_RESOURCES
+from featlearn.workflow import merged_config
 
 DEFAULT_OUT = "results/estimate.md"
 DEFAULT_CACHE = "results/estimate/probes.json"
@@ -137,18 +138,6 @@ class Node:
     source: str = ""
     measured: float | None = None  # wall seconds of its benchmark file, when that comes from a run at this scale
     per_step: list = field(default_factory=list)
-
-
-def merged_config(configfiles: list[str], config_dir: str | os.PathLike = "config") -> dict:
-    """config.yaml with each overlay merged on top in order, as ``snakemake --configfile A B`` merges them."""
-    import yaml
-
-    from featlearn.workflow import merge_config
-
-    config = yaml.safe_load((Path(config_dir) / "config.yaml").read_text())
-    for path in configfiles:
-        config = merge_config(config, yaml.safe_load(Path(path).read_text()) or {})
-    return config
 
 
 def _data_jobs(paths, prepared_on: dict) -> list:

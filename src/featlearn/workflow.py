@@ -193,6 +193,16 @@ def scale_config(scale: str, config_dir: str | os.PathLike) -> dict:
     return config
 
 
+def merged_config(configfiles: list[str], config_dir: str | os.PathLike = "config") -> dict:
+    """config.yaml with each overlay merged on top in order, as ``snakemake --configfile A B`` merges them."""
+    import yaml
+
+    config = yaml.safe_load((Path(config_dir) / "config.yaml").read_text())
+    for path in configfiles:
+        config = merge_config(config, yaml.safe_load(Path(path).read_text()) or {})
+    return config
+
+
 def paper_scale_config(config_dir: str | os.PathLike) -> dict:
     """config.yaml with paper.yaml merged on top, as ``--configfile config/paper.yaml`` gives it."""
     return scale_config("paper", config_dir)

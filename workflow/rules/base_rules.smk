@@ -90,3 +90,17 @@ for fig in REGISTERED_FIGURES:
             " --also {params.also:q}"
             " --claims={params.claims:q} --claim-ids {params.claim_ids:q} --scale {params.scale}"
             " --dpi {params.dpi} > {log} 2>&1"
+
+
+# Figures this run cannot make (data or checkpoints missing) keep their rule name: asking for one stops
+# building the DAG with one line saying why and what to do (featlearn.targets). `make figures` lists them all.
+for _rule, _why in unavailable_figures(
+    config, PATHS, {f.rule for f in REGISTERED_FIGURES}, SKIPPED
+).items():
+
+    rule:
+        name:
+            _rule
+        input:
+            cannot_run(_why),
+        localrule: True

@@ -402,6 +402,10 @@ def further_drawings(fig, output):
     )
 
 
+from featlearn.targets import cannot_run
+from featlearn.targets import unavailable as unavailable_figures
+
+
 def figure_files(fig):
     """The PNGs and Markdown tables of a figure rule, as the results page lists them."""
     pngs, tables = [], []
