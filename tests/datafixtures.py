@@ -67,7 +67,8 @@ def make_imdb_tar(root: Path, reviews=None, name: str = "aclImdb_v1.tar.gz") -> 
 
 
 AG_ROWS = [
-    ("3", "Wall St. Bears Claw Back Into the Black (Reuters)", "Reuters - Short-sellers, Wall Street's dwindling\\band of ultra-cynics."),
+    ("3", "Wall St. Bears Claw Back Into the Black (Reuters)",
+     "Reuters - Short-sellers, Wall Street's dwindling\\band of ultra-cynics."),
     ("1", "Leaders meet", 'Talks "resume" in the capital.'),
     ("2", "Team wins cup", "A late goal, again."),
     ("4", "New chip", "Faster chips\\nand more cores."),

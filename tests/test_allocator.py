@@ -15,13 +15,14 @@ glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt/ma
 
 # Allocate and free a 64 MiB block, then report the bytes free inside the heap (mallinfo2's fordblks): the block
 # is still there when it was served from the heap, and gone (returned to the kernel by munmap) when it was mmapped.
-PROBE = r"""
+PROBE = (r"""
 import ctypes, sys
 from featlearn.allocator import keep_freed_memory
 took = keep_freed_memory()
 libc = ctypes.CDLL("libc.so.6")
 class Info(ctypes.Structure):
-    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks","""
+         r""" "uordblks", "fordblks", "keepcost")]
 libc.mallinfo2.restype = Info
 libc.malloc.restype = ctypes.c_void_p
 libc.free.argtypes = (ctypes.c_void_p,)
@@ -29,7 +30,7 @@ block = libc.malloc(64 << 20)
 ctypes.memset(block, 1, 64 << 20)
 libc.free(block)
 print(int(took), libc.mallinfo2().fordblks)
-"""
+""")
 
 
 def _probe(malloc: str | None) -> tuple[bool, int]:

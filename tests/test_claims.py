@@ -76,7 +76,8 @@ def test_scorecard_counts_per_paper(tmp_path):
         ],
     )
     write_claims(tmp_path / "scan.csv", [check("scan_snap", "s1", "Fig. 4", "a|b", "loss", 0.0, "<", 1e-3, "smoke")])
-    claims = build_scorecard([tmp_path / "joma.csv", tmp_path / "scan.csv"], tmp_path / "sc.csv", tmp_path / "sc.md", {"dataset x": "offline"})
+    claims = build_scorecard([tmp_path / "joma.csv", tmp_path / "scan.csv"], tmp_path / "sc.csv", tmp_path / "sc.md",
+                             {"dataset x": "offline"})
     assert len(claims) == 3
     md = (tmp_path / "sc.md").read_text()
     assert ("All papers: reproduced 2 of 3 discriminating paper claims (0 unchecked, 0 not discriminating); 3 of the 3 are "
@@ -114,9 +115,11 @@ def test_verdicts_from_the_claim_and_its_baseline():
 
 
 def test_unchecked_claims_say_why_and_stay_out_of_the_count(tmp_path):
-    u = unchecked("templates", "4-nstar", "Fig. 8", "n* ratio >= 4", "the grid stops at n = 1024, before the transition", "default")
+    u = unchecked("templates", "4-nstar", "Fig. 8", "n* ratio >= 4", "the grid stops at n = 1024, before the transition",
+                  "default")
     assert u.verdict == "unchecked" and not u.counts and math.isnan(u.measured)
-    r = check("templates", "5", "Fig. 5", "s", "m", 1.0, ">", 0.0, "default", reason="sign", paper_value=0.83, spread=0.1, seeds=5)
+    r = check("templates", "5", "Fig. 5", "s", "m", 1.0, ">", 0.0, "default", reason="sign", paper_value=0.83, spread=0.1,
+              seeds=5)
     write_claims(tmp_path / "t.csv", [u, r])
     assert read_claims(tmp_path / "t.csv") == [u, r]
     md = render_markdown([u, r])
@@ -163,7 +166,8 @@ def test_merge_lists_the_claims_of_skipped_figures_as_unchecked(tmp_path):
                           scale="test")
     assert [c.claim_id for c in read_claims(out)] == ["2-sst-mlp-means", "6-agnews-sa"]
     skipped = claims[-1]
-    assert skipped.verdict == UNCHECKED and skipped.note == "no AG News" and skipped.figure == "Fig. 4" and skipped.scale == "test"
+    assert (skipped.verdict == UNCHECKED and skipped.note == "no AG News" and skipped.figure == "Fig. 4"
+            and skipped.scale == "test")
     import pytest
 
     with pytest.raises(ValueError, match="both measured and listed as unchecked"):

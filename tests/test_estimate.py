@@ -75,7 +75,8 @@ def test_finetune_cost_and_probe_with_a_small_gpt2(tmp_path, monkeypatch, one_th
     probe trains the real TemplateGPT2 for a step."""
     from transformers import GPT2Config, GPT2Model
 
-    monkeypatch.setattr(E, "_gpt2_config", lambda model, revision, cache_dir: GPT2Config(n_embd=64, n_layer=2, n_head=2, n_positions=16))
+    monkeypatch.setattr(E, "_gpt2_config",
+                        lambda model, revision, cache_dir: GPT2Config(n_embd=64, n_layer=2, n_head=2, n_positions=16))
     s = {"model": "gpt2", "revision": "main", "cache_dir": None, "n": [16, 100], "seeds": 2, "lr": 1e-4, "batch": 64, "epochs": 3}
     cost = E.finetune_cost(_node("templates_gpt2_finetune", s))
     body = GPT2Model(GPT2Config(n_embd=64, n_layer=2, n_head=2, n_positions=16))
@@ -187,7 +188,8 @@ def test_slow_probe_runs_reduced_and_extrapolates_linearly(tmp_path):
     rec = prober.get("rule", E.probe("fake", {"runs": 10}, "runs"), flops_per_step=1e12)
     assert rec["measured_dim"] == 2 and rec["seconds_per_step"] == pytest.approx(6.0)
     assert "extrapolated" in rec["note"]
-    failing = E.Prober("cpu", tmp_path / "other.json", probes={"bad": lambda *a: (_ for _ in ()).throw(RuntimeError("CUDA out of memory"))})
+    failing = E.Prober("cpu", tmp_path / "other.json",
+                       probes={"bad": lambda *a: (_ for _ in ()).throw(RuntimeError("CUDA out of memory"))})
     assert failing.get("rule", E.probe("bad", {"runs": 1}, "runs"))["error"] == "out of memory"
     assert failing.cache == {} and failing.measured == 0  # a failure is not cached: the next run tries again
 
@@ -210,10 +212,12 @@ def test_dag_of_the_smoke_config_without_data(repo, tmp_path):
 
     assert rules.count("templates_sweep") == len(GRIDS) == 19
     assert rules.count("joma_table1_cell") == 3 * 2 * 2  # the grid C x n_ch x n of config.yaml
-    for rule in ("scan_snap_syn_small", "scan_snap_adam", "scan_snap_syn_medium", "joma_eq6", "templates_calibration", "templates_checks"):
+    for rule in ("scan_snap_syn_small", "scan_snap_adam", "scan_snap_syn_medium", "joma_eq6", "templates_calibration",
+                 "templates_checks"):
         assert rule in rules
     # of the data-bound jobs only the features job on its own synthetic data remains
-    bound = [label for label, n in nodes.items() if n.rule.startswith(("features_", "joma_wikitext", "scan_snap_wikitext", "data_prepare"))]
+    bound = [label for label, n in nodes.items()
+             if n.rule.startswith(("features_", "joma_wikitext", "scan_snap_wikitext", "data_prepare"))]
     assert bound == ["features_train[job=synthetic_lrnn]"]
     assert nodes["features_train[job=synthetic_lrnn]"].deps == []
     assert set(nodes["joma_table1_cell[C=20,n0=10,n1=20,n_ch=2]"].settings["seeds"]) == {1, 2}
@@ -228,14 +232,15 @@ def test_estimate_command_on_the_smoke_config(repo, tmp_path, monkeypatch, share
     monkeypatch.setenv("FEATLEARN_DATA_MIRROR", str(shared_data))
     results, out, cache = tmp_path / "results", tmp_path / "estimate.md", tmp_path / "probes.json"
     files = [str(repo / "config" / "smoke.yaml"), _offline_overlay(tmp_path)]
-    args = ["estimate", "--configfile", *files, "--out", str(out), "--cache", str(cache), "--probe-steps", "1", "--probe-warmup", "0",
-            "--max-probe-seconds", "0.2", "--device", "cpu", "--results", str(results), "--config-dir", str(repo / "config"),
+    args = ["estimate", "--configfile", *files, "--out", str(out), "--cache", str(cache), "--probe-steps", "1",
+            "--probe-warmup", "0", "--max-probe-seconds", "0.2", "--device", "cpu", "--results", str(results), "--config-dir", str(repo / "config"),
             "--resources-out", str(tmp_path / "resources.json")]
     assert main(args) == 0
     md = out.read_text()
     nodes = E.build_dag(E.merged_config(files, repo / "config"), str(results))
     rows = {line.split(" | ")[0].lstrip("| "): line for line in md.splitlines() if line.startswith("| ") and " | " in line}
-    assert {"features_train", "joma_wikitext", "scan_snap_wikitext", "templates_gpt2_wikitext", "data_prepare"} <= {n.rule for n in nodes}
+    assert ({"features_train", "joma_wikitext", "scan_snap_wikitext", "templates_gpt2_wikitext", "data_prepare"}
+            <= {n.rule for n in nodes})
     for n in nodes:
         assert n.label in rows, n.label
     for n in nodes:  # every modelled job without a data dependency has a probed time
@@ -306,7 +311,8 @@ def test_a_job_with_many_groups_is_probed_at_a_few_and_interpolated(tmp_path):
         calls.append(shape["n_probe"])
         return {"seconds_per_step": 0.004 + 2e-11 * shape["flops"]}
 
-    parts = [E.Part(E.probe("sweep", {"arch": "transformer", "model": "m", "task": "t", "n_probe": i, "flops": 1e8 * (i + 1), "runs": 4},
+    parts = [E.Part(E.probe("sweep", {"arch": "transformer", "model": "m", "task": "t", "n_probe": i, "flops": 1e8 * (i + 1),
+                                      "runs": 4},
                             "runs"), steps=10, runs=4, flops_per_step=1e8 * (i + 1)) for i in range(20)]
     prober = E.Prober("cpu", tmp_path / "c.json", probes={"sweep": fake}, max_parts=4)
     recs = E.probe_parts("templates_sweep", parts, prober)

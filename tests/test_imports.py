@@ -26,11 +26,12 @@ def _edit(path: Path) -> None:
 
 
 def test_the_sweep_hash_follows_the_grid_table_it_reads(package):
-    """The reviewer's case: the sweep engine reads GRID_AXIS from templates/registry.py, which no hand-written
-    list named; any module of its closure now changes the hash."""
+    """The reviewer's case: the sweep engine read GRID_AXIS from templates/registry.py, which no hand-written
+    list named (it now reads its grid's record in templates/sweeps/grids.py); any module of its closure changes
+    the hash."""
     entries = (entry_module("featlearn.templates.sweeps.experiments:sweep"), "featlearn.compute")
     got = files(entries, package)
-    for needed in ("templates/registry.py", "io.py", "compute.py", "devices.py", "templates/sweeps/engine.py",
+    for needed in ("templates/sweeps/grids.py", "io.py", "compute.py", "devices.py", "templates/sweeps/engine.py",
                    "templates/__init__.py", "seeding.py"):
         assert needed in got, needed
     before = modules_hash(entries, root=package)

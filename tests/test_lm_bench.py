@@ -32,7 +32,8 @@ def test_every_model_runs_at_smoke_scale(tmp_path, capsys, monkeypatch):
     assert {r["model"] for r in rows} == set(MODELS)
     smoke = load_config("smoke")
     joma = smoke["joma"]["wikitext"]
-    assert len(rows) == len(smoke["scan_snap"]["wikitext"]["fig7"]["variants"]) + len(smoke["features"]["lm"]["word"]["datasets"]) + 1 \
+    assert len(rows) == len(smoke["scan_snap"]["wikitext"]["fig7"]["variants"]) \
+        + len(smoke["features"]["lm"]["word"]["datasets"]) + 1 \
         + len(smoke["templates"]["gpt2"]["wikitext"]["datasets"]) + len(joma["datasets"]) * len(joma["fig6"]["layers"])
     for r in rows:
         assert set(FIELDS) <= set(r), set(FIELDS) - set(r)
@@ -65,7 +66,8 @@ def test_paper_scale_reads_the_paper_overlay():
     assert [s.dataset for s in by_model["scan_snap_lm"]] == ["wikitext2", "wikitext2"]
     assert by_model["features_char"][0].settings["n_embd"] == 384 and by_model["features_char"][0].settings["block_size"] == 256
     # JoMA Fig. 6: every depth on both datasets
-    assert [(s.dataset, s.settings["n_layer"]) for s in by_model["joma_lm"]] == [(d, n) for d in ("wikitext2", "wikitext103") for n in (1, 2, 5, 10)]
+    assert [(s.dataset, s.settings["n_layer"]) for s in by_model["joma_lm"]] == [
+        (d, n) for d in ("wikitext2", "wikitext103") for n in (1, 2, 5, 10)]
     gpt2 = by_model["templates_gpt2"]
     assert [s.dataset for s in gpt2] == ["wikitext2", "wikitext103"] and gpt2[0].settings["n_layer"] == 12
 
@@ -80,12 +82,14 @@ def test_flops_per_token_of_a_tiny_tutorial_lm_by_hand():
     decoder = d * V + V  # untied; the embedding table (V x d) is left out
     assert non_embedding_parameters(built) == L * layer + decoder == 1514
     assert sum(p.numel() for p in built.net.parameters()) == L * layer + decoder + V * d
-    assert flops_per_token(non_embedding_parameters(built), built.n_layer, built.seq, built.d_model) == 6 * 1514 + 6 * L * T * d == 9564
+    assert (flops_per_token(non_embedding_parameters(built), built.n_layer, built.seq, built.d_model)
+            == 6 * 1514 + 6 * L * T * d == 9564)
 
 
 def test_flops_per_token_counts_a_tied_output_layer():
     V, d, L, T = 65, 16, 1, 8
-    spec = Spec("features_char", "tiny", "tinyshakespeare", {"n_layer": L, "n_head": 2, "n_embd": d, "block_size": T, "dropout": 0.0})
+    spec = Spec("features_char", "tiny", "tinyshakespeare",
+                {"n_layer": L, "n_head": 2, "n_embd": d, "block_size": T, "dropout": 0.0})
     built = build(spec, vocab=V)
     # per layer: attention 4 d^2, MLP 8 d^2, two LayerNorms without bias; final LayerNorm; output V x d (tied)
     n = L * (12 * d * d + 2 * d) + d + V * d

@@ -204,5 +204,6 @@ def test_compute_table_says_where_each_compute_job_ran(tmp_path):
                                                 "threads": "1", "precision": "bf16"}
     assert job_device(jobs[3]["benchmark"]) is None
     line = devices_line(jobs)
-    assert "cpu, 1 thread, fp32: 2 jobs" in line and "NVIDIA H100 80GB HBM3, CUDA_VISIBLE_DEVICES=1), 1 thread, bf16: 1 job" in line
+    assert ("cpu, 1 thread, fp32: 2 jobs" in line
+            and "NVIDIA H100 80GB HBM3, CUDA_VISIBLE_DEVICES=1), 1 thread, bf16: 1 job" in line)
     assert devices_line(jobs[3:]) == "No compute job's log names its device."

@@ -298,7 +298,8 @@ EXPECTED: dict[str, list[tuple]] = {
         # learning rates [P App. A]: Fig. 2's curves each pick theirs from {1e-5, 1e-4, 1e-3, 1e-2}; Figs. 3 and 5 use
         # "the same" setting; Fig. 16 lr 0.001 [P App. B.1]; where the paper gives none, Fig. 2's grid [D]
         *[(f"Fig{g}", f"templates.sweeps.fig{g}.lrs", [1e-5, 1e-4, 1e-3, 1e-2],
-           "[P App. A] lr per curve from Fig. 2's grid" if g in ("2c", "3c", "5") else "[D] paper.yaml: Fig. 2's grid (no lr given)")
+           "[P App. A] lr per curve from Fig. 2's grid" if g in ("2c", "3c", "5")
+           else "[D] paper.yaml: Fig. 2's grid (no lr given)")
           for g in ("2c", "3c", "5", "15", "17", "18", "19", "20", "21", "22", "25")],
         ("Fig16", "templates.sweeps.fig16.lrs", [1e-3], "[P App. B.1] 'for learning rate 0.001'"),
         ("Fig8", "templates.sweeps.fig8.n", Includes(2048), "[ref claim 10] read at n = 2048"),

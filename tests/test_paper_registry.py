@@ -92,7 +92,8 @@ def test_scan_snap_lm_runs_train_on_their_figures_datasets():
     dataset_of = {v: job.inputs(SimpleNamespace(variant=v))["train"].split("/")[-2] for v in variants}
     assert dataset_of["fig7_1layer"] == "wikitext2" and dataset_of["fig10_wikitext103_lr1"] == "wikitext103"
     fig10 = next(f for f in reg.figures if f.id == "10")
-    assert fig10.settings["datasets"] == ["wikitext2", "wikitext103"] and len(fig10.inputs["logs"]) == 2 * len(fig10.settings["lrs"])
+    assert (fig10.settings["datasets"] == ["wikitext2", "wikitext103"]
+            and len(fig10.inputs["logs"]) == 2 * len(fig10.settings["lrs"]))
     # WikiText-103 off: Fig. 10 keeps its WikiText-2 panel and says what it left out
     reg = scan_snap_registry(config, Paths("results"), dataset_on=lambda name: name != "wikitext103")
     assert next(f for f in reg.figures if f.id == "10").settings["datasets"] == ["wikitext2"]

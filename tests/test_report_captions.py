@@ -27,5 +27,6 @@ def test_caption_renders_without_docutils_messages(caption):
 
 def test_an_unescaped_bar_would_be_caught():
     messages = io.StringIO()
-    publish_doctree("size |W| of the alphabet", settings_overrides={"warning_stream": messages, "report_level": 1, "halt_level": 5})
+    publish_doctree("size |W| of the alphabet",
+                    settings_overrides={"warning_stream": messages, "report_level": 1, "halt_level": 5})
     assert "Undefined substitution" in messages.getvalue()

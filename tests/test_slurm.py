@@ -40,7 +40,8 @@ GPU_TARGETS = {
 }
 SMOKE = ("scan_snap", *GPU_TARGETS.values(), "--configfile", "config/smoke.yaml")
 # The rules that train or simulate (everything else of the targets is a local rule).
-COMPUTE_RULES = {"scan_snap_generator", "scan_snap_syn_small", "scan_snap_adam", "scan_snap_syn_medium", "scan_snap_theory", *GPU_TARGETS}
+COMPUTE_RULES = {"scan_snap_generator", "scan_snap_syn_small", "scan_snap_adam", "scan_snap_syn_medium", "scan_snap_theory",
+                 *GPU_TARGETS}
 # Resources of rules that declare none: values no rule of the target uses, so that a job that got
 # them instead of its rule's own would show.
 DEFAULTS = ("mem_mb=900", "runtime=7")
@@ -264,7 +265,8 @@ def test_slurm_logs_kept_per_rule(slurm_run):
     for slurm_id in _submissions(log).values():
         root = work / ".snakemake" / "slurm_logs"
         logs = list(root.rglob(f"{slurm_id}.log"))  # rule_<name>/[<wildcards>/]<id>.log
-        assert len(logs) == 1 and logs[0].relative_to(root).parts[0].startswith(("rule_scan_snap_", *(f"rule_{r}" for r in GPU_TARGETS)))
+        assert len(logs) == 1 and logs[0].relative_to(root).parts[0].startswith(
+            ("rule_scan_snap_", *(f"rule_{r}" for r in GPU_TARGETS)))
         assert "Finished jobid" in logs[0].read_text() or "steps (100%) done" in logs[0].read_text()
 
 

@@ -201,16 +201,19 @@ def test_scan_snap_smoke_outputs(smoke_run):
         assert (results / "figures" / "scan_snap" / f"fig{n}.png").stat().st_size > 1000
     rows = list(csv.DictReader(open(results / "scan_snap" / "claims.csv")))
     ids = {r["claim_id"] for r in rows}
-    for cid in ("gen_freq", "1b", "2", "4a", "7", "8a", "adam_subsets", "9a", "10", "11a", "th_h", "th_lnln", "th_t0", "wiki_freeze_1layer", "wiki_entropy_lr_wikitext2"):
+    for cid in ("gen_freq", "1b", "2", "4a", "7", "8a", "adam_subsets", "9a", "10", "11a", "th_h", "th_lnln", "th_t0",
+                "wiki_freeze_1layer", "wiki_entropy_lr_wikitext2"):
         assert cid in ids
     assert all(r["scale"] == "smoke" and r["passed"] in ("True", "False") for r in rows)
     assert all(r["threshold_reason"] for r in rows)  # audited: every threshold has its reason
     md = (results / "scorecard.md").read_text()
-    n = {v: sum(r["verdict"] == v for r in rows) for v in ("reproduced", "not reproduced", "not discriminating", "unchecked", "sanity ok")}
+    n = {v: sum(r["verdict"] == v for r in rows)
+         for v in ("reproduced", "not reproduced", "not discriminating", "unchecked", "sanity ok")}
     sanity = sum(r["kind"] == "sanity" for r in rows)
     assert (f"| `scan_snap` | {n['reproduced']} | {n['not reproduced']} | {n['not discriminating']} | {n['unchecked']} | "
             f"{n['sanity ok']}/{sanity} |") in md
-    for table in ("syn_small_steps", "syn_small_composition", "adam_composition", "syn_medium_final", "syn_medium_recall", "theory_snapping"):
+    for table in ("syn_small_steps", "syn_small_composition", "adam_composition", "syn_medium_final", "syn_medium_recall",
+                  "theory_snapping"):
         assert (results / "scan_snap" / f"{table}.csv").stat().st_size > 100
     assert (results / "benchmarks" / "scan_snap" / "syn_medium.tsv").is_file()
 
@@ -232,11 +235,11 @@ def test_paper_code_change_reruns_only_that_paper(smoke_run):
 
 
 def test_editing_a_module_a_job_imports_reruns_it(smoke_run):
-    """Issue 35: the sweep engine reads GRID_AXIS from templates/registry.py, which no hand-written code list
-    named; code hashes now follow the imports, so editing it reruns the sweeps, and another paper's module
-    does not."""
+    """Issue 35: the sweep engine read GRID_AXIS from templates/registry.py, which no hand-written code list
+    named; code hashes now follow the imports, so editing the grid records it reads (templates/sweeps/grids.py)
+    reruns the sweeps, and another paper's module does not."""
     work, env, _ = smoke_run
-    assert "templates_sweep" in would_run_after_edit(work, env, "templates/registry.py")
+    assert "templates_sweep" in would_run_after_edit(work, env, "templates/sweeps/grids.py")
     out = would_run_after_edit(work, env, "features/figures.py")
     assert "templates_sweep" not in out and "scan_snap_syn_medium" not in out
 

@@ -52,7 +52,8 @@ def test_numeric_threads_do_not_follow_the_cores_given(tmp_path):
     commands = {}
     for cores in ("1", "4"):
         result = check_ok(snakemake(work, "-n", "-p", "--forceall", "--cores", cores, "--configfile", "config/smoke.yaml",
-                                    "threads.yaml", "--", "results/scan_snap/syn_medium_final.csv", "results/joma/eq6_discrete.csv"))
+                                    "threads.yaml", "--", "results/scan_snap/syn_medium_final.csv",
+                                    "results/joma/eq6_discrete.csv"))
         commands[cores] = sorted(re.findall(r"--run (\S+) .*?--threads (\d+)", result.stdout))
     assert commands["1"] == commands["4"] and ("2" in {t for _, t in commands["1"]}), commands  # a 2-thread rule
 
@@ -92,7 +93,8 @@ def test_a_dry_run_never_contacts_the_model_hub(tmp_path):
     thread.start()
     work = copy_workflow(tmp_path / "wf")
     (work / "hub.yaml").write_text(yaml.safe_dump({
-        "data": {"offline": False, "datasets": {n: {"enabled": False} for n in ("sst", "imdb", "ag_news", "wikitext2", "wikitext103", "ptb", "tinyshakespeare", "gpt2")}},
+        "data": {"offline": False, "datasets": {n: {"enabled": False} for n in ("sst", "imdb", "ag_news", "wikitext2", "wikitext103",
+                                                                                "ptb", "tinyshakespeare", "gpt2")}},
         "joma": {"pretrained": {"enabled": "auto", "cache_dir": str(tmp_path / "empty_cache")}},
         "papers": {"features": False, "scan_snap": False, "templates": False, "joma": True},
     }))
@@ -141,7 +143,8 @@ def test_the_estimate_file_sets_a_jobs_runtime_and_memory(tmp_path):
 
     work = copy_workflow(tmp_path / "wf")
     config = scale_config("smoke", REPO / "config")
-    jobs = {j.name: j for j in importlib.import_module("featlearn.joma.registry").registry(config, Paths("results"), lambda n: True).jobs}
+    jobs = {j.name: j
+            for j in importlib.import_module("featlearn.joma.registry").registry(config, Paths("results"), lambda n: True).jobs}
     key = sizing.resource_key("joma_eq6", jobs["joma_eq6"].settings_json(None))
     table = work / "results" / sizing.ESTIMATE_RESOURCES
     table.parent.mkdir(parents=True)
@@ -165,7 +168,8 @@ def test_the_estimate_file_sets_a_gpu_jobs_gpu_memory(tmp_path):
     work = copy_workflow(tmp_path / "wf")
     shutil.copytree(REPO / "profiles" / "gpu", work / "profiles" / "gpu")
     config = scale_config("smoke", REPO / "config")
-    jobs = {j.name: j for j in importlib.import_module("featlearn.scan_snap.registry").registry(config, Paths("results"), lambda n: True).jobs}
+    jobs = {j.name: j
+            for j in importlib.import_module("featlearn.scan_snap.registry").registry(config, Paths("results"), lambda n: True).jobs}
     job = jobs["scan_snap_syn_medium"]
     key = sizing.resource_key(job.name, job.settings_json(None))
     table = work / "results" / sizing.ESTIMATE_RESOURCES
@@ -174,7 +178,8 @@ def test_the_estimate_file_sets_a_gpu_jobs_gpu_memory(tmp_path):
     def declared():
         out = check_ok(snakemake(work, "-n", "--workflow-profile", "profiles/gpu", "--configfile", "config/smoke.yaml",
                                  "--", "fig_scan_snap_6")).stdout
-        return int(dict(re.findall(r"^rule (\w+):\n(?:.*\n)*?\s+resources:.*?gpu_mem_mb=(\d+)", out, re.M))["scan_snap_syn_medium"])
+        return int(dict(re.findall(r"^rule (\w+):\n(?:.*\n)*?\s+resources:.*?gpu_mem_mb=(\d+)", out, re.M))[
+            "scan_snap_syn_medium"])
 
     table.write_text(json.dumps({"device": "test", "jobs": {}}))
     assert declared() == job.resources.mem_mb  # no estimate for it: the rule's host-memory limit

@@ -98,7 +98,9 @@ def claim_gpu(ids: list[str], lock_dir: str | os.PathLike | None = None, wait: f
     process exits, however it exits."""
     import fcntl
 
-    folder = lock_folder(lock_dir or os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / f"featlearn-gpus-{os.getuid()}")
+    folder = lock_folder(
+        lock_dir or os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / f"featlearn-gpus-{os.getuid()}"
+    )
     deadline = time.monotonic() + wait
     warned = False
     while True:
@@ -180,7 +182,9 @@ def claim_gpu_memory(ids: list[str], need_mb: int, totals: dict[str, int], lock_
     such a job waits until the sharers have left (they hold the GPU's lock shared)."""
     import fcntl
 
-    folder = lock_folder(lock_dir or os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / f"featlearn-gpus-{os.getuid()}")
+    folder = lock_folder(
+        lock_dir or os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / f"featlearn-gpus-{os.getuid()}"
+    )
     too_big = [g for g in ids if g in totals and need_mb > totals[g]]
     if too_big and len(too_big) == len(ids):
         raise RuntimeError(f"this job declares {need_mb} MB of GPU memory, more than any GPU has "

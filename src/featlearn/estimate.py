@@ -148,7 +148,8 @@ def _data_jobs(paths, prepared_on: dict) -> list:
     names = "|".join(n for n, on in prepared_on.items() if on) or "^$"
     return [Job(name="data_prepare", paper="data", run="", outputs={"files": paths.prepared("{name}", "{file}")}, settings={},
                 stem="prepare_{name}", code=(),
-                inputs=lambda wc: {"raw": [paths.raw(PREPARED[wc.name].raw, f.name) for f in DATASETS[PREPARED[wc.name].raw].files]},
+                inputs=lambda wc: {"raw": [paths.raw(PREPARED[wc.name].raw, f.name)
+                                           for f in DATASETS[PREPARED[wc.name].raw].files]},
                 wildcards={"name": names, "file": "[^/]+"})]
 
 
@@ -225,7 +226,8 @@ def lm_data(dataset: str, results: str = "results", bpe: bool = False) -> dict:
     documented sizes of ``featlearn.sizing`` and ``featlearn.lm_bench`` (``source`` says which)."""
     from featlearn.sizing import BPE_PER_WORD, TRAIN_TOKENS
 
-    stats = _stats(f"{results}/templates/gpt2_bpe/{dataset}/stats.json" if bpe else f"{results}/data/prepared/{dataset}/stats.json")
+    stats = _stats(f"{results}/templates/gpt2_bpe/{dataset}/stats.json" if bpe
+                   else f"{results}/data/prepared/{dataset}/stats.json")
     if stats:
         s = stats["splits"]
         return {"train": s["train"]["n_tokens"], "valid": s.get("valid", {}).get("n_tokens"), "vocab": stats.get("vocab_size"),
@@ -361,14 +363,15 @@ def lm_cost(node: Node, results: str = "results") -> Cost:
     part = Part(probe(f"lm:{model}", shape, "batch", node.threads), total, 1,
                 lm_flops_per_step(N, L, T, d, B), lm_memory_bytes(P, slots, B, T, L, d, d_ff, H, data["vocab"]))
     return Cost([part], eval_steps / max(total, 1), eval_note,
-                "FLOPs = (6 N + 6 L T d) B T per step [Kaplan 2020]; memory = 4 B x [P (2 + slots) + B T (L (9d + 2d_ff + 2HT) + 3V)]",
+                "FLOPs = (6 N + 6 L T d) B T per step [Kaplan 2020]; "
+                "memory = 4 B x [P (2 + slots) + B T (L (9d + 2d_ff + 2HT) + 3V)]",
                 f"{P / 1e6:.2f}M parameters, vocab {data['vocab']} ({data['source']})")
 
 
 # settings that change the budget or logging, not the cost of a step (left out of the probe's shape)
-_LM_BUDGET_KEYS = ("iterations", "epochs", "steps", "log_every", "checkpoint_every", "val_windows", "eval_every", "val_blocks_log",
-                   "val_blocks", "n_frequent", "top_k", "map_steps", "lr", "ffn_lr", "seed", "eval_batches", "warmup",
-                   "lr_decay_iters", "min_lr", "dataset", "reset_optimizer_each_epoch", "kq_mask_diag", "tokenizer")
+_LM_BUDGET_KEYS = ("iterations", "epochs", "steps", "log_every", "checkpoint_every", "val_windows", "eval_every",
+                   "val_blocks_log", "val_blocks", "n_frequent", "top_k", "map_steps", "lr", "ffn_lr", "seed", "eval_batches",
+                   "warmup", "lr_decay_iters", "min_lr", "dataset", "reset_optimizer_each_epoch", "kq_mask_diag", "tokenizer")
 
 
 def _non_embedding(model) -> int:
@@ -405,7 +408,8 @@ def sweep_cost(node: Node, results: str = "results") -> Cost:
             width = max((p.shape[0] for p in m.parameters() if p.dim() == 2 and id(p) not in emb), default=1)
             if g.arch.startswith("mlp"):  # the one-hot first layer is a sum of the selected columns: hidden x inputs
                 first = m.layers[0].weight
-                per_sample = 6 * (_non_embedding(m) - first.numel() + first.shape[0] * (g.task.length + g.task.length ** 2 * (g.arch == "mlp_xxt")))
+                per_sample = 6 * (_non_embedding(m) - first.numel()
+                                  + first.shape[0] * (g.task.length + g.task.length ** 2 * (g.arch == "mlp_xxt")))
             else:  # a sequence model applies its weights at every position
                 per_sample = 6 * _non_embedding(m) * g.task.length
             shape = {"task": settings["task"], "arch": g.arch, "model": g.model, "variants": sorted({r.variant for r in g.runs}),
@@ -435,7 +439,8 @@ def table1_cost(node: Node, results: str = "results") -> Cost:
     mem = FLOAT32 * R * (4 * P + s["C"] * s["T"] * (3 * s["d"] + 2 * s["d_hidden"]) * s["layers"])
     return Cost([Part(probe("table1", shape, "seeds", node.threads), int(s["steps"]), R, flops, mem)], 0.0,
                 "final NCorr evaluation on eval_samples not included",
-                "FLOPs = 6 P_ne C T R per step; memory = 4 B x R (4P + C T (3d + 2 d_hidden) layers) [D]", f"{P / 1e6:.2f}M parameters per run")
+                "FLOPs = 6 P_ne C T R per step; memory = 4 B x R (4P + C T (3d + 2 d_hidden) layers) [D]",
+                f"{P / 1e6:.2f}M parameters per run")
 
 
 def scan_snap_runsets(node: Node) -> list[tuple[dict, int]]:
@@ -445,12 +450,13 @@ def scan_snap_runsets(node: Node) -> list[tuple[dict, int]]:
 
     s = node.settings
     if node.rule == "scan_snap_syn_small":
-        return [({"num_last": nl, "per_last": pl, "seq_len": s["seq_len"], "runs": len(s["ratios"]) * s["seeds"], "optimizer": "sgd",
-                  "init": "zero", "batch": s["batch"], "log_every": s["log_every"]}, s["iterations"]) for nl, pl in LAYOUTS.values()]
+        return [({"num_last": nl, "per_last": pl, "seq_len": s["seq_len"], "runs": len(s["ratios"]) * s["seeds"],
+                  "optimizer": "sgd", "init": "zero", "batch": s["batch"], "log_every": s["log_every"]}, s["iterations"])
+                for nl, pl in LAYOUTS.values()]
     if node.rule == "scan_snap_adam":
         nl, pl = LAYOUTS["separate"]
-        return [({"num_last": nl, "per_last": pl, "seq_len": s["seq_len"], "runs": len(s["lrs"]) * s["seeds"], "optimizer": "adam",
-                  "init": "zero", "batch": s["batch"], "log_every": s["log_every"]}, s["iterations"])]
+        return [({"num_last": nl, "per_last": pl, "seq_len": s["seq_len"], "runs": len(s["lrs"]) * s["seeds"],
+                  "optimizer": "adam", "init": "zero", "batch": s["batch"], "log_every": s["log_every"]}, s["iterations"])]
     R = len(s["eta_z"]) * len(s["ratios"]) * s["seeds"]
     return [({"num_last": nl, "per_last": s["num_next_per_last"], "seq_len": s["seq_len"], "runs": R, "optimizer": "sgd",
               "init": s["init"], "batch": s["batch"], "log_every": s["iterations"]}, s["iterations"]) for nl in s["num_last"]]
@@ -478,7 +484,8 @@ def features_data(cfg: dict, results: str = "results") -> dict | None:
     (train subsampled to ``max_train``, dev/test to ``max_eval``, tokens cut at ``max_len``): from the prepared
     files when they exist (the synthetic data are built), else None. Read once per dataset and subsample."""
     keys = ("dataset", "max_train", "max_eval", "subsample_seed", "synthetic")
-    return _features_data(json.dumps({k: cfg.get(k) for k in keys} | {"max_len": cfg["settings"].get("max_len")}, sort_keys=True), results)
+    return _features_data(json.dumps({k: cfg.get(k) for k in keys} | {"max_len": cfg["settings"].get("max_len")}, sort_keys=True),
+                          results)
 
 
 @functools.lru_cache(maxsize=None)
@@ -502,8 +509,9 @@ def _features_data(cfg_json: str, results: str) -> dict | None:
 
     train = lengths("train")
     labels = {y for r in rows.values() for y, _ in r}
-    return {"n_train": len(train), "mean_length": sum(train) / max(len(train), 1), "eval_instances": len(lengths("dev")) + len(lengths("test")),
-            "vocab": len(vocab), "n_classes": max(max(labels) + 1, 2)}
+    return {"n_train": len(train), "mean_length": sum(train) / max(len(train), 1),
+            "eval_instances": len(lengths("dev")) + len(lengths("test")), "vocab": len(vocab),
+            "n_classes": max(max(labels) + 1, 2)}
 
 
 def batches_per_epoch(n: int, batch: int, pool: int) -> int:
@@ -535,13 +543,14 @@ def features_cost(node: Node, results: str = "results") -> Cost:
     steps = st.epochs * batches_per_epoch(data["n_train"], st.batch, st.bucket_pool)
     slots = 2 if st.optimizer == "adam" else 1 if st.optimizer == "adagrad" else 0
     shape = {"kind": st.kind, "d": st.d, "ffn": st.ffn, "kernel": st.kernel, "sa_variant": st.sa_variant, "mv_bos": st.mv_bos,
-             "optimizer": st.optimizer, "activations": list(cfg["activations"]), "sigma_v": len(cfg["sigma_v"]), "seeds": len(cfg["seeds"]),
-             "runs": R, "batch": st.batch, "length": L,
+             "optimizer": st.optimizer, "activations": list(cfg["activations"]), "sigma_v": len(cfg["sigma_v"]),
+             "seeds": len(cfg["seeds"]), "runs": R, "batch": st.batch, "length": L,
              "vocab": data["vocab"], "n_classes": data["n_classes"], "dropout": st.dropout, "dtype": st.dtype}
     eval_share = data["eval_instances"] * (st.epochs + 1) / 3 / max(data["n_train"] * st.epochs, 1)
     return Cost([Part(probe("features", shape, "runs", node.threads), steps, R, 6 * P_ne * st.batch * L * R,
                       FLOAT32 * R * ((2 + slots) * P + 8 * st.batch * L * st.d))],
-                eval_share, f"dev + test ({data['eval_instances']} instances) forward after every epoch and at epoch 0 (1/3 of a training pass) [D]",
+                eval_share, f"dev + test ({data['eval_instances']} instances) forward after every epoch and at epoch 0 "
+                "(1/3 of a training pass) [D]",
                 "FLOPs = 6 P_ne B L R per step; memory = 4 B x R ((2 + slots) P + 8 B L d) [D]",
                 f"{data['n_train']} train instances of mean length {data['mean_length']:.1f}, vocab {data['vocab']}")
 
@@ -616,7 +625,8 @@ def _lm_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int)
     model = shape["model"]
     # seed and learning rate are left out of the shape (they do not change a step's cost); any value builds the model
     settings = {"seed": 1, "lr": 1e-3, **shape["settings"], LM_KEYS_BATCH[model]: dim_value}
-    row = benchmark(Spec(model, shape["dataset"], shape["dataset"], settings), device, steps=steps, warmup=warmup, vocab=shape["vocab"])
+    row = benchmark(Spec(model, shape["dataset"], shape["dataset"], settings), device, steps=steps, warmup=warmup,
+                    vocab=shape["vocab"])
     # the median step: robust to another process taking the device for a moment
     return {"seconds_per_step": row["median_step_seconds"], "peak_memory_bytes": (row["peak_memory_gib"] or 0) * 2**30 or None}
 
@@ -632,9 +642,10 @@ def _sweep_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: i
     from featlearn.templates.sweeps.engine import RunSpec, expand_groups, train_group
 
     variants = shape["variants"]
-    settings = {"task": shape["task"], "arch": shape["arch"], "model": shape["model"], "variants": variants, "n": [shape["n_probe"]],
-                "lrs": [1e-3], "seeds": 1, "epochs": 1, "batch": shape["batch"], "max_group": 10**6, "trainable": shape["trainable"],
-                "device": device, "eval_every": shape["eval_every"], "n_val": shape["n_val"], "n_test": shape["n_test"],
+    settings = {"task": shape["task"], "arch": shape["arch"], "model": shape["model"], "variants": variants,
+                "n": [shape["n_probe"]], "lrs": [1e-3], "seeds": 1, "epochs": 1, "batch": shape["batch"], "max_group": 10**6,
+                "trainable": shape["trainable"], "device": device, "eval_every": shape["eval_every"], "n_val": shape["n_val"],
+                "n_test": shape["n_test"],
                 "dtype": shape["dtype"].replace("torch.", ""), "progress": False}
     runs = [RunSpec(1 + i // len(variants), 1e-3, variants[i % len(variants)]) for i in range(dim_value)]
     group = replace(expand_groups(settings)[0], runs=runs)
@@ -696,8 +707,9 @@ def _features_probe(shape: dict, dim_value: int, device: str, steps: int, warmup
     acts, n_sv, n_seeds = shape["activations"], shape["sigma_v"], shape["seeds"]
     runs = [Run(seed=1 + i % n_seeds, activation=acts[i // (n_sv * n_seeds) % len(acts)], sigma_v=0.1 * (1 + i // n_seeds % n_sv))
             for i in range(dim_value)]
-    st = Settings(kind=shape["kind"], epochs=1, batch=shape["batch"], optimizer=shape["optimizer"], dropout=shape["dropout"], d=shape["d"],
-                  kernel=shape["kernel"], ffn=shape["ffn"], sa_variant=shape["sa_variant"], mv_bos=shape["mv_bos"], device=device,
+    st = Settings(kind=shape["kind"], epochs=1, batch=shape["batch"], optimizer=shape["optimizer"], dropout=shape["dropout"],
+                  d=shape["d"], kernel=shape["kernel"], ffn=shape["ffn"], sa_variant=shape["sa_variant"], mv_bos=shape["mv_bos"],
+                  device=device,
                   dtype=shape["dtype"], threads=0)
     gen = torch.Generator().manual_seed(0)
 
@@ -707,7 +719,8 @@ def _features_probe(shape: dict, dim_value: int, device: str, steps: int, warmup
         return {"train": Encoded(ids, torch.arange(n + 1) * L, torch.randint(shape["n_classes"], (n,), generator=gen))}
 
     def fit(n_steps: int) -> float:
-        return train(st, runs, split(shape["batch"] * n_steps), shape["vocab"], Probes(), n_classes=shape["n_classes"], progress=False).seconds
+        return train(st, runs, split(shape["batch"] * n_steps), shape["vocab"], Probes(), n_classes=shape["n_classes"],
+                     progress=False).seconds
 
     if warmup:
         fit(warmup)
@@ -798,8 +811,8 @@ class Prober:
         self.log = log or (lambda msg: print(f"[estimate] {msg}", file=sys.stderr, flush=True))
 
     def key(self, rule: str, p: Probe) -> str:
-        return json.dumps({"device": device_name(self.device, self.threads or p.threads), "torch": self.torch, "rule": rule, "kind": p.kind,
-                           "shape": p.shape, "version": PROBE_VERSION}, sort_keys=True)
+        return json.dumps({"device": device_name(self.device, self.threads or p.threads), "torch": self.torch, "rule": rule,
+                           "kind": p.kind, "shape": p.shape, "version": PROBE_VERSION}, sort_keys=True)
 
     def get(self, rule: str, p: Probe, flops_per_step: float | None = None) -> dict | None:
         key = self.key(rule, p)
@@ -1004,7 +1017,8 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
         else:
             start = prober.startup() or 0.0
             node.seconds = start + seconds * (1 + node.cost.eval_share)
-            node.source = "probe" + (f"; {notes[0]}" + (f" (+{len(notes) - 1} more parts)" if len(notes) > 1 else "") if notes else "")
+            node.source = "probe" + (f"; {notes[0]}" + (f" (+{len(notes) - 1} more parts)" if len(notes) > 1 else "")
+                                     if notes else "")
         if bench_text:
             node.source += f"; {bench_text}"
     return nodes
@@ -1153,9 +1167,11 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
         f"- config: config/config.yaml{''.join(' + ' + c for c in meta['configfiles'])} (scale `{meta['scale']}`)",
         f"- device: {meta['device_name']} (`{meta['device']}`), torch {meta['torch']}, python {meta['python']}",
         f"- date (UTC): {meta['date']}",
-        f"- probes: {meta['probe_steps']} timed steps after {meta['probe_warmup']} warm-up steps per (rule, shape), torch threads: "
+        f"- probes: {meta['probe_steps']} timed steps after {meta['probe_warmup']} warm-up steps per (rule, shape), "
+        "torch threads: "
         f"{meta['threads']}; "
-        f"{meta['measured']} measured now, the rest from the cache {meta['cache']}" + ("" if meta["probing"] else " (--no-probe: cache only)"),
+        f"{meta['measured']} measured now, the rest from the cache {meta['cache']}"
+        + ("" if meta["probing"] else " (--no-probe: cache only)"),
         f"- start-up of a job's process (python importing torch and pandas, measured once): {duration(meta['startup'])}, "
         "added to every modelled job",
         f"- load average (1 min) when the probes were taken: {meta['load']} on {os.cpu_count()} CPUs (other work on the "
@@ -1179,14 +1195,16 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
         for n in by_paper[paper]:
             c = n.cost
             if c is None:
-                lines.append(f"| {n.label} | {'yes' if n.gpu else 'no'} | — | — | — | — | — | — | {duration(n.seconds)} | {n.why}; "
+                lines.append(f"| {n.label} | {'yes' if n.gpu else 'no'} | — | — | — | — | — | — | {duration(n.seconds)} | "
+                             f"{n.why}; "
                              f"{n.source} |")
                 continue
             formulas.setdefault(n.rule, c.formula)
             peaks = [r["peak_memory_bytes"] for r in n.per_step if r and r.get("peak_memory_bytes")]
             memory = _bytes(c.memory) + (f" (CUDA peak {_bytes(max(peaks))})" if peaks else "")
-            lines.append(f"| {n.label} | {'yes' if n.gpu else 'no'} | {c.runs} | {c.steps:,} | {_si(c.flops, 'FLOP')} | {memory} | "
-                         f"{_per_step(n)} | {c.eval_share:.1%} | {duration(n.seconds)} | {n.source}{'; ' + c.note if c.note else ''} |")
+            lines.append(f"| {n.label} | {'yes' if n.gpu else 'no'} | {c.runs} | {c.steps:,} | {_si(c.flops, 'FLOP')} | "
+                         f"{memory} | {_per_step(n)} | {c.eval_share:.1%} | {duration(n.seconds)} | "
+                         f"{n.source}{'; ' + c.note if c.note else ''} |")
         lines.append("")
         for rule, formula in formulas.items():
             lines.append(f"- `{rule}`: {formula}")
@@ -1197,7 +1215,8 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
     lines += [
         "## Totals",
         "",
-        f"{len(nodes)} jobs: {modelled} modelled and probed, {bench} from benchmark files, {len(sched['unknown'])} without a time "
+        f"{len(nodes)} jobs: {modelled} modelled and probed, {bench} from benchmark files, "
+        f"{len(sched['unknown'])} without a time "
         "(counted as 0 s: the figures below are then lower bounds).",
         "",
         "| quantity | time |",
@@ -1221,7 +1240,8 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
         ratios = [r for r, _ in checked]
         lines += ["## Against the benchmark files", "",
                   f"{len(checked)} modelled jobs have a benchmark file from a run at this scale: estimated / measured wall time "
-                  f"median {ratios[len(ratios) // 2]:.2f}, range {ratios[0]:.2f} ({checked[0][1]}) to {ratios[-1]:.2f} ({checked[-1][1]}). "
+                  f"median {ratios[len(ratios) // 2]:.2f}, range {ratios[0]:.2f} ({checked[0][1]}) to "
+                  f"{ratios[-1]:.2f} ({checked[-1][1]}). "
                   "The run and the probes may have met different loads on the machine.", ""]
     return "\n".join(lines)
 
@@ -1238,7 +1258,8 @@ def resources_table(nodes: list[Node], meta: dict) -> dict:
             continue
         peaks = [rec.get("peak_memory_bytes") for rec in n.per_step if rec and rec.get("peak_memory_bytes")]
         limits = estimated_limits(n.seconds, n.cost.memory, max(peaks) if len(peaks) == len(n.cost.parts) else None, gpu=n.gpu)
-        jobs[resource_key(n.rule, json.dumps(n.settings, sort_keys=True))] = {"job": n.label, "seconds": round(n.seconds, 1), **limits}
+        jobs[resource_key(n.rule, json.dumps(n.settings, sort_keys=True))] = {"job": n.label, "seconds": round(n.seconds, 1),
+                                                                              **limits}
     return {"device": meta["device_name"], "date": meta["date"], "configfiles": meta["configfiles"], "jobs": jobs}
 
 
@@ -1260,9 +1281,11 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
     sched = schedule(nodes)
     loads = [r["load_average"] for n in nodes for r in n.per_step if r and "load_average" in r]
     meta = {"configfiles": configfiles, "scale": config.get("scale"), "device": device,
-            "device_name": device_name(device, own_threads).split(",")[0], "torch": torch.__version__, "python": platform.python_version(),
+            "device_name": device_name(device, own_threads).split(",")[0], "torch": torch.__version__,
+            "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "probe_steps": probe_steps,
-            "probe_warmup": probe_warmup, "measured": prober.measured, "cache": cache, "probing": probing, "startup": prober.startup(),
+            "probe_warmup": probe_warmup, "measured": prober.measured, "cache": cache, "probing": probing,
+            "startup": prober.startup(),
             "load": f"{min(loads):.1f}–{max(loads):.1f}" if loads else "not recorded",
             "threads": f"{prober.threads} (--threads)" if prober.threads else "each job's declared threads"}
     Path(out).parent.mkdir(parents=True, exist_ok=True)

@@ -59,7 +59,8 @@ WIKITEXT2_VOCAB = 33_278
 WIKITEXT103_VOCAB = 267_735
 PTB_VOCAB = 10_000
 TINYSHAKESPEARE_VOCAB = 65
-VOCAB = {"wikitext2": WIKITEXT2_VOCAB, "wikitext103": WIKITEXT103_VOCAB, "ptb": PTB_VOCAB, "tinyshakespeare": TINYSHAKESPEARE_VOCAB}
+VOCAB = {"wikitext2": WIKITEXT2_VOCAB, "wikitext103": WIKITEXT103_VOCAB, "ptb": PTB_VOCAB,
+         "tinyshakespeare": TINYSHAKESPEARE_VOCAB}
 
 # Which templates GPT-2 variant is timed (``vanilla`` or ``identity``; both use eager attention).
 GPT2_VARIANT = "identity"
@@ -100,7 +101,8 @@ def specs(config: dict, models=MODELS) -> list[Spec]:
         elif model == "joma_lm":
             wiki = config["joma"]["wikitext"]
             common = {k: wiki[k] for k in ("dropout",)} | {"lr": wiki["fig6"]["lr"], "seed": wiki["seeds"][0]}
-            out += [Spec(model, f"{d} {n}L", d, {**common, "n_layer": n}) for d in wiki["datasets"] for n in wiki["fig6"]["layers"]]
+            out += [Spec(model, f"{d} {n}L", d, {**common, "n_layer": n})
+                    for d in wiki["datasets"] for n in wiki["fig6"]["layers"]]
         elif model == "features_word":
             lm = config["features"]["lm"]
             out += [Spec(model, d, d, lm_word_settings(lm, d)) for d in lm["word"]["datasets"]]
@@ -143,7 +145,8 @@ def _tutorial_lm(settings: dict, vocab: int, optimizer: str) -> Built:
     from featlearn.lm.train import LMRun
     from featlearn.lm.train import _optimizer as lm_optimizer
 
-    run = LMRun(optimizer=optimizer, **{k: v for k, v in settings.items() if k in LMRun.__dataclass_fields__ and k != "optimizer"})
+    run = LMRun(optimizer=optimizer,
+                **{k: v for k, v in settings.items() if k in LMRun.__dataclass_fields__ and k != "optimizer"})
     net = TransformerLM(LMConfig(vocab, run.d_model, run.d_ff, run.n_head, run.n_layer, run.dropout))
 
     def loss(tokens):
@@ -378,7 +381,8 @@ def summary_table(rows: list[dict]) -> str:
         lines.append(f"{name} {r['parameters'] / 1e6:>8.2f}M {r['tokens_per_s']:>11.0f} {r['seconds_per_step'] * 1e3:>9.2f} "
                      f"{r['achieved_tflops']:>8.3f} {r['mfu']:>6.1%}")
     if rows:
-        lines.append(f"matmul peak {rows[0]['peak_matmul_tflops']:.3g} TFLOP/s (n = {rows[0]['peak_matmul_size']}, {rows[0]['device']})")
+        lines.append(f"matmul peak {rows[0]['peak_matmul_tflops']:.3g} TFLOP/s "
+                     f"(n = {rows[0]['peak_matmul_size']}, {rows[0]['device']})")
     return "\n".join(lines)
 
 

@@ -6,8 +6,10 @@ import html
 import re
 
 _HTML_STYLE = """
-body{font-family:system-ui,sans-serif;max-width:70rem;margin:1.5rem auto;padding:0 1rem;line-height:1.45;color:#111;background:#fff}
-table{border-collapse:collapse;font-size:.88rem;margin:.5rem 0}th,td{border:1px solid #bbb;padding:.2rem .45rem;vertical-align:top}
+body{font-family:system-ui,sans-serif;max-width:70rem;margin:1.5rem auto;padding:0 1rem;line-height:1.45;\
+color:#111;background:#fff}
+table{border-collapse:collapse;font-size:.88rem;margin:.5rem 0}th,td{border:1px solid #bbb;padding:.2rem .45rem;\
+vertical-align:top}
 th{background:#eee}code{background:#f3f3f3;padding:0 .2rem}h1{font-size:1.5rem}h2{font-size:1.25rem;margin-top:1.6rem}
 h3{font-size:1.05rem}img{max-width:100%}
 """

@@ -3,8 +3,9 @@
 (``results/benchmarks.md``) built from Snakemake's ``benchmark:`` files.
 
 Every number on these pages is read from the run's own files (claims tables, benchmark files, the run
-record, :mod:`featlearn.runrecord`); nothing is typed in. The manifests the rules pass (figures, their jobs and benchmark files, how this
-run's settings differ from ``config/paper.yaml``) are built by the Snakefile from the paper registries.
+record, :mod:`featlearn.runrecord`); nothing is typed in. The manifests the rules pass (figures, their jobs and
+benchmark files, how this run's settings differ from ``config/paper.yaml``) are built by the Snakefile from the
+paper registries.
 """
 
 from __future__ import annotations
@@ -137,7 +138,8 @@ def render_page(manifest: dict, claims_csv: str | os.PathLike, record: dict) -> 
              "Design notes without numbers: `docs/results/" + paper + ".md`.", "",
              provenance_line(record), "",
              f"**{headline(claims).capitalize()}.**" if claims else "No claims were checked in this run.", "",
-             f"Compute: {total['jobs']} jobs (compute and figure rules), {_minutes(total['wall_s'])} min wall and {_minutes(total['cpu_s'])} CPU-min "
+             f"Compute: {total['jobs']} jobs (compute and figure rules), {_minutes(total['wall_s'])} min wall and "
+             f"{_minutes(total['cpu_s'])} CPU-min "
              f"summed over the {total['measured']} with a benchmark file (jobs run in parallel finish sooner); "
              f"largest peak memory {_num(total['max_rss_mb'])} MB.", ""]
     if manifest.get("skipped"):
@@ -174,7 +176,8 @@ def render_page(manifest: dict, claims_csv: str | os.PathLike, record: dict) -> 
     else:
         lines.append(f"None: every setting of `{paper}` is the paper-scale value (`config/paper.yaml`).")
     lines += ["", "## Provenance", "", "| | |", "|---|---|"]
-    for key in ("scale", "commit", "uncommitted_changes", "config_sha256", "code_sha256", "device", "job_device", "precision", "date_utc", "host_cpus"):
+    for key in ("scale", "commit", "uncommitted_changes", "config_sha256", "code_sha256", "device", "job_device", "precision",
+                "date_utc", "host_cpus"):
         lines.append(f"| {key} | {_cell(record.get(key, ''))} |")
     versions = record.get("versions", {})
     if versions:
@@ -232,7 +235,8 @@ def devices_line(jobs: list[dict]) -> str:
     for j in jobs:
         dev = job_device(j["benchmark"])
         if dev:
-            key = f"{dev['device']}, {dev['threads']} thread{'s' if dev['threads'] != '1' else ''}, {dev.get('precision', 'fp32')}"
+            key = (f"{dev['device']}, {dev['threads']} thread{'s' if dev['threads'] != '1' else ''}, "
+                   f"{dev.get('precision', 'fp32')}")
             counts[key] = counts.get(key, 0) + 1
     if not counts:
         return "No compute job's log names its device."
@@ -242,7 +246,8 @@ def devices_line(jobs: list[dict]) -> str:
 
 def render_compute(manifest: dict, record: dict) -> tuple[str, list[dict]]:
     rows = compute_rows(manifest)
-    unique = {j["benchmark"]: j for jobs in ([manifest.get("data", [])] + [f["jobs"] for figs in manifest["papers"].values() for f in figs])
+    unique = {j["benchmark"]: j
+              for jobs in ([manifest.get("data", [])] + [f["jobs"] for figs in manifest["papers"].values() for f in figs])
               for j in jobs}
     total = job_costs(list(unique.values()))
     served = sum(1 for j in unique.values() if (read_benchmark(j["benchmark"]) or {}).get("served"))
@@ -256,7 +261,8 @@ def render_compute(manifest: dict, record: dict) -> tuple[str, list[dict]]:
              "bookkeeping are not in these files." + server_note, "",
              provenance_line(record), "",
              f"**Total: {total['jobs']} jobs (compute and figure rules), {_minutes(total['cpu_s'])} CPU-min, "
-             f"{_minutes(total['wall_s'])} min of job wall time summed** ({total['measured']} with a benchmark file; largest peak memory "
+             f"{_minutes(total['wall_s'])} min of job wall time summed** ({total['measured']} with a benchmark file; "
+             "largest peak memory "
              f"{_num(total['max_rss_mb'])} MB).", "",
              devices_line(list(unique.values())), "",
              "| paper | figure or step | jobs | wall s | CPU s | peak MB |", "|---|---|---|---|---|---|"]

@@ -72,7 +72,8 @@ def resumable_training(
     state = torch.load(resume, weights_only=True, map_location=dev) if resume.exists() else None
     if state is not None and (state.get("settings") != settings or state.get("identity", {}) != identity):
         what = "settings" if state.get("settings") != settings else ", ".join(
-            k for k in sorted(set(identity) | set(state.get("identity", {}))) if identity.get(k) != state.get("identity", {}).get(k))
+            k for k in sorted(set(identity) | set(state.get("identity", {})))
+            if identity.get(k) != state.get("identity", {}).get(k))
         log(f"discarding {resume}: written under other {what}; starting afresh")
         resume.unlink()
         state = None

@@ -50,7 +50,8 @@ def dataset_status(config: dict, raw_root: str | os.PathLike) -> dict[str, Datas
             out[name] = DatasetStatus(name, setting, "set in config")
             continue
         missing = [
-            f.name for f in ds.files if not (Path(raw_root) / name / f.name).is_file() and find_in_mirror(f, mirror, ds.mirror_dir) is None
+            f.name for f in ds.files
+            if not (Path(raw_root) / name / f.name).is_file() and find_in_mirror(f, mirror, ds.mirror_dir) is None
         ]
         if not missing:
             out[name] = DatasetStatus(name, True, "files present")
@@ -225,7 +226,8 @@ def config_differences(config: dict, reference: dict, section: str) -> list[tupl
     config): ``(dotted key, this run's value, reference value)``, sorted by key."""
     ours = _leaves(config.get(section, {}), section)
     ref = _leaves(reference.get(section, {}), section)
-    return [(k, ours.get(k, _ABSENT), ref.get(k, _ABSENT)) for k in sorted(set(ours) | set(ref)) if ours.get(k, _ABSENT) != ref.get(k, _ABSENT)]
+    return [(k, ours.get(k, _ABSENT), ref.get(k, _ABSENT)) for k in sorted(set(ours) | set(ref))
+            if ours.get(k, _ABSENT) != ref.get(k, _ABSENT)]
 
 
 def config_sha256(config: dict) -> str:

@@ -184,7 +184,8 @@ def test_environment_overrides_config(tmp_path, monkeypatch):
 def test_cli_reports_data_error_without_traceback(tmp_path, capsys):
     from featlearn.cli import main
 
-    code = main(["data-fetch", "--dataset", "sst", "--file", "trainDevTestTrees_PTB.zip", "--out", str(tmp_path / "x.zip"), "--offline"])
+    code = main(["data-fetch", "--dataset", "sst", "--file", "trainDevTestTrees_PTB.zip", "--out", str(tmp_path / "x.zip"),
+                 "--offline"])
     err = capsys.readouterr().err
     assert code == 2
     assert "https://nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip" in err

@@ -330,7 +330,8 @@ def test_read_ag_news_csv_fixture(tmp_path):
     assert rows == [
         (
             2,
-            "Wall St. Bears Claw Back Into the Black (Reuters) Reuters - Short-sellers, Wall Street's dwindling\\band of ultra-cynics.",
+            "Wall St. Bears Claw Back Into the Black (Reuters) Reuters - Short-sellers, Wall Street's "
+            "dwindling\\band of ultra-cynics.",
         ),
         (0, 'Leaders meet Talks "resume" in the capital.'),
         (1, "Team wins cup A late goal, again."),

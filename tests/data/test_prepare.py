@@ -165,7 +165,8 @@ def test_imdb_prepared_split(tmp_path):
     expected = [
         (
             int(pol == "pos"),
-            f"a {'wonderful' if pol == 'pos' else 'dreadful'} movie review {split} {i} truly {'wonderful' if pol == 'pos' else 'dreadful'}",
+            f"a {'wonderful' if pol == 'pos' else 'dreadful'} movie review {split} {i} truly "
+            f"{'wonderful' if pol == 'pos' else 'dreadful'}",
         )
         for split, pol, i, _, _ in fx.imdb_reviews()
     ]

@@ -81,7 +81,8 @@ def reference_score(kind: str, spec: ModelSpec, params, r: int, seq: list[int], 
                 out = out + v.T @ phi(p["W"] @ mixed / math.sqrt(d)) / math.sqrt(d)
         return out
     if kind == "mv":  # Eq. 19
-        return sum(v.T @ (np.diag(p["W"] @ xs[j]) @ xs[j + 1]) for j in range(l - 1)) / (d * math.sqrt(d)) if l > 1 else np.zeros(v.shape[1])
+        return (sum(v.T @ (np.diag(p["W"] @ xs[j]) @ xs[j + 1]) for j in range(l - 1)) / (d * math.sqrt(d)) if l > 1
+                else np.zeros(v.shape[1]))
     if kind == "lrnn":  # Eq. 75, 77
         h = np.zeros(d)
         for x in xs:
@@ -279,7 +280,8 @@ def test_negation_nodes_keep_negations_that_flip_their_sub_phrase():
         "(3 (2 not) (1 bad))",  # a repeat keeps the first
     )]
     assert extract.negation_nodes(trees, max_words=3) == [(0, "not good"), (1, "not bad")]
-    assert (0, "never a good film") in extract.negation_nodes(trees + [parse_tree("(3 (3 a) (3 (3 good) (3 film)))")], max_words=4)
+    assert (0, "never a good film") in extract.negation_nodes(trees + [parse_tree("(3 (3 a) (3 (3 good) (3 film)))")],
+                                                              max_words=4)
 
 
 def test_inclusive_ratio_keeps_the_strict_floor():
@@ -310,7 +312,8 @@ def test_mlp_constants_match_the_reference_values():
         r, m = theory.mlp_constants(act, 0.1, 0.1, 0.001)
         assert 0 < m < 1e-4 * mu and r > 0
     # identity map (Eq. 94): rho = s^2 + sigma_e^2 sigma_v^2 + sigma_w^2 sigma_v^2, mu = 0
-    assert theory.mlp_constants("identity", 0.1, 0.2, 0.3) == pytest.approx((0.01 * 0.04 + 0.01 * 0.09 + 0.04 * 0.09, 0.0), abs=1e-15)
+    assert theory.mlp_constants("identity", 0.1, 0.2, 0.3) == pytest.approx((0.01 * 0.04 + 0.01 * 0.09 + 0.04 * 0.09, 0.0),
+                                                                            abs=1e-15)
 
 
 def test_cnn_sa_mv_lrnn_constants():
@@ -448,7 +451,8 @@ def test_trainer_updates_match_torch_optimizers(optimizer):
     runs = [T.Run(5, "relu", 0.1), T.Run(5, "tanh", 0.001)]
     splits = tiny_splits()
     res = T.train(settings, runs, splits, len(TINY_VOCAB), T.Probes(), progress=False)
-    ref = _manual_training(settings, runs, splits, {"adagrad": torch.optim.Adagrad, "adam": torch.optim.Adam, "sgd": torch.optim.SGD}[optimizer])
+    ref = _manual_training(settings, runs, splits,
+                           {"adagrad": torch.optim.Adagrad, "adam": torch.optim.Adam, "sgd": torch.optim.SGD}[optimizer])
     for k in ref:
         assert torch.allclose(res.params[k], ref[k], rtol=1e-9, atol=1e-12), k
     assert not torch.allclose(res.params["E"], init_params(res.spec, [5, 5], [0.1, 0.001], dtype=F64)["E"])
@@ -495,7 +499,8 @@ def test_dropout_masks_do_not_depend_on_the_group(kind):
         alone = T.train(settings, [group[r]], splits, len(TINY_VOCAB), probes, progress=False)
         assert torch.allclose(alone.params["E"][0], together.params["E"][r], rtol=1e-10, atol=1e-13)
     # the masks act: the same run without dropout ends elsewhere
-    plain = T.train(T.Settings(**{**settings.__dict__, "dropout": 0.0}), group[:1], splits, len(TINY_VOCAB), probes, progress=False)
+    plain = T.train(T.Settings(**{**settings.__dict__, "dropout": 0.0}), group[:1], splits, len(TINY_VOCAB), probes,
+                    progress=False)
     assert not torch.allclose(plain.params["E"][0], together.params["E"][0], rtol=1e-6)
 
 

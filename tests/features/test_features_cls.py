@@ -21,7 +21,8 @@ from featlearn.features.simulate import theory_job
 from featlearn.figure import write_outputs
 
 ROWS = [
-    (1, "a good film"), (1, "good fun"), (1, "great good plot"), (1, "good great"), (1, "not bad"), (1, "good good"), (1, "so good"),
+    (1, "a good film"), (1, "good fun"), (1, "great good plot"), (1, "good great"), (1, "not bad"), (1, "good good"),
+    (1, "so good"),
     (0, "bad film"), (0, "bad plot not good"), (0, "dull bad"), (0, "bad bad acting"), (0, "not good at all"),
 ]
 EXTRACT_CFG = {
@@ -351,4 +352,5 @@ def test_registry_names_existing_functions_and_skips_absent_datasets():
     assert set(off.skipped) == {"features Fig. 4 (claim 6); Table 6 row Agnews; Agnews columns of Tables 3, 5",
                                 "features Fig. 7 panel wikitext2"}
     # the skipped figure's claim stays in the scorecard as unchecked, with the reason
-    assert not reg.unchecked and set(off.unchecked) == {"6-agnews-sa"} and "ag_news is not available" in off.unchecked["6-agnews-sa"][2]
+    assert (not reg.unchecked and set(off.unchecked) == {"6-agnews-sa"}
+            and "ag_news is not available" in off.unchecked["6-agnews-sa"][2])

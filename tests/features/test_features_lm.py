@@ -205,7 +205,8 @@ def planted(n_tokens: int, n_separated: int, k: int = 3, dataset: str = "ptb") -
         for group, base in (("top", sign), ("bottom", -sign)):
             for j in range(k):
                 target_count = 10 if group == "top" else 1000  # bottom targets frequent overall
-                rows.append((dataset, t, t, f"w{t}", 100 - t, group, 50 + j, f"x{j}", target_count, 5 - j if group == "top" else 1, base + 0.1 * j))
+                rows.append((dataset, t, t, f"w{t}", 100 - t, group, 50 + j, f"x{j}", target_count,
+                             5 - j if group == "top" else 1, base + 0.1 * j))
     return pd.DataFrame(rows, columns=L.LOGIT_COLUMNS)
 
 
@@ -312,7 +313,8 @@ def test_runs_write_identical_tables_twice(tmp_path, one_thread, kind):
     outs = []
     for rep in ("a", "b"):
         log, logits = tmp_path / rep / "log.csv", tmp_path / rep / "logits.csv"
-        run(settings, inputs, {"log": str(log), "logits": str(logits)}, Context(device="cpu", work_dir=str(tmp_path / rep / "resume")))
+        run(settings, inputs, {"log": str(log), "logits": str(logits)},
+            Context(device="cpu", work_dir=str(tmp_path / rep / "resume")))
         outs.append((log.read_bytes(), logits.read_bytes()))
     assert outs[0] == outs[1]
     df, logs = read_tables([str(tmp_path / "a" / "logits.csv")], [str(tmp_path / "a" / "log.csv")])
@@ -332,8 +334,8 @@ def varied(n_tokens: int, model: str, k: int = 6, dataset: str = "ptb", seed: in
                 count = int(rng.integers(10, 10_000))
                 cooc = int(rng.integers(50, 100)) if group == "top" else 1
                 logit = {"bigram": np.log(cooc), "unigram": np.log(count), "mix": np.log(count) + 0.5 * np.log(cooc)}[model]
-                rows.append((dataset, t, t, f"w{t}", 10_000 - t, group, 100 * t + j + (50 if group == "top" else 0), f"x{j}", count, cooc,
-                             float(logit + rng.normal(0, 0.01))))
+                rows.append((dataset, t, t, f"w{t}", 10_000 - t, group, 100 * t + j + (50 if group == "top" else 0), f"x{j}",
+                             count, cooc, float(logit + rng.normal(0, 0.01))))
     return pd.DataFrame(rows, columns=L.LOGIT_COLUMNS)
 
 

@@ -67,9 +67,12 @@ def _log(n_layer, lr, curves, val):
     rows = []
     for step, vals in enumerate(zip(*curves)):
         for layer, v in enumerate(vals):
-            rows.append({"dataset": "wikitext2", "n_layer": n_layer, "lr": lr, "seed": 1, "step": step * 10, "metric": "attention_entropy", "layer": layer, "value": v})
-            rows.append({"dataset": "wikitext2", "n_layer": n_layer, "lr": lr, "seed": 1, "step": step * 10, "metric": "stable_rank", "layer": layer, "value": 50.0 - step})
-        rows.append({"dataset": "wikitext2", "n_layer": n_layer, "lr": lr, "seed": 1, "step": step * 10, "metric": "val_loss", "layer": -1, "value": val[step]})
+            rows.append({"dataset": "wikitext2", "n_layer": n_layer, "lr": lr, "seed": 1, "step": step * 10,
+                         "metric": "attention_entropy", "layer": layer, "value": v})
+            rows.append({"dataset": "wikitext2", "n_layer": n_layer, "lr": lr, "seed": 1, "step": step * 10,
+                         "metric": "stable_rank", "layer": layer, "value": 50.0 - step})
+        rows.append({"dataset": "wikitext2", "n_layer": n_layer, "lr": lr, "seed": 1, "step": step * 10,
+                     "metric": "val_loss", "layer": -1, "value": val[step]})
     return rows
 
 

@@ -306,7 +306,8 @@ def test_fig7_rule_family_runs_on_cached_checkpoints(hub, tmp_path, shared_data)
 
     work = copy_workflow(tmp_path / "wf")
     name = overlay(work, "only_wikitext2.yaml", {"wikitext2": "auto"})
-    extra = {"joma": {"pretrained": {"cache_dir": hub["cache"], "models": {"pythia-14m": ["step0", "step1000", "step143000"]}, "window": 8}}}
+    extra = {"joma": {"pretrained": {"cache_dir": hub["cache"], "models": {"pythia-14m": ["step0", "step1000", "step143000"]},
+                                     "window": 8}}}
     (work / "fig7.yaml").write_text(yaml.safe_dump(extra))
     env = {"FEATLEARN_DATA_MIRROR": str(shared_data), "FEATLEARN_OFFLINE": "1"}
     result = snakemake(work, "fig_joma_7", "--cores", "2", "--configfile", "config/smoke.yaml", name, "fig7.yaml", env=env)

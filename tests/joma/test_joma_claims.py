@@ -138,7 +138,8 @@ def test_theorem2_claims_pass_on_the_ode_and_fail_on_planted_tables(tmp_path):
     df.loc[df["component"] == 1, "invariant"] *= 1.01  # one component off the shared invariant
     df.loc[df["component"] == 2, "v"] += 0.1  # and off its limit
     df.to_csv(tmp_path / "bad.csv", index=False)
-    assert_fails("joma", F.claims_theorem2({"table": str(tmp_path / "bad.csv")}, {"scale": "test"}), "thm2_invariant", "thm2_limits")
+    assert_fails("joma", F.claims_theorem2({"table": str(tmp_path / "bad.csv")}, {"scale": "test"}), "thm2_invariant",
+                 "thm2_limits")
 
 
 # ------------------------------------------------------------------------------------------ Theorem 5, Table 1
@@ -218,8 +219,10 @@ def test_fig6_claims_on_planted_curves(tmp_path):
 def test_fig8_claims_on_planted_curves(tmp_path):
     cfg = {"n_layer": 2, "bptt": 35, "scale": "test"}
     good = W.claims_8({"logs": _logs(tmp_path, (2, 1e-4, [LOW, REBOUND], FALLING_VAL), (2, 1e-6, [FLAT, FLAT], SLOW_VAL))}, cfg)
-    assert_passes("joma", good, "fig8_best_rebound_wikitext2", "fig8_large_lr_sparse_wikitext2", "fig8_small_no_rebound_wikitext2")
-    bad = W.claims_8({"logs": _logs(tmp_path, (2, 1e-4, [FLAT, RISING], FALLING_VAL), (2, 1e-6, [REBOUND, REBOUND], SLOW_VAL))}, cfg)
+    assert_passes("joma", good, "fig8_best_rebound_wikitext2", "fig8_large_lr_sparse_wikitext2",
+                  "fig8_small_no_rebound_wikitext2")
+    bad = W.claims_8({"logs": _logs(tmp_path, (2, 1e-4, [FLAT, RISING], FALLING_VAL), (2, 1e-6, [REBOUND, REBOUND], SLOW_VAL))},
+                     cfg)
     assert_fails("joma", bad, "fig8_best_rebound_wikitext2", "fig8_large_lr_sparse_wikitext2", "fig8_small_no_rebound_wikitext2")
 
 

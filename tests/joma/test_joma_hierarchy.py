@@ -306,8 +306,8 @@ def test_table1_claims_on_planted_cells(tmp_path):
 
 
 def test_table1_cell_is_deterministic(tmp_path):
-    cfg = {"C": 20, "n_ch": 2, "n0": 10, "n1": 20, "M": 100, "T": 30, "d": 8, "d_hidden": 16, "layers": 3, "steps": 2, "batch": 16,
-           "lr": 1e-3, "wd": 1e-4, "eval_samples": 64, "log_every": 10, "vectorise": False, "seeds": [3]}
+    cfg = {"C": 20, "n_ch": 2, "n0": 10, "n1": 20, "M": 100, "T": 30, "d": 8, "d_hidden": 16, "layers": 3, "steps": 2,
+           "batch": 16, "lr": 1e-3, "wd": 1e-4, "eval_samples": 64, "log_every": 10, "vectorise": False, "seeds": [3]}
     T1.table1_cell(cfg, {}, {"cell": str(tmp_path / "a.csv")}, CPU)
     T1.table1_cell(cfg, {}, {"cell": str(tmp_path / "b.csv")}, CPU)
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()

@@ -77,7 +77,8 @@ def _tiny_data():
     return stream[:5000], stream[5000:]
 
 
-TINY = dict(d_model=16, d_ff=16, n_head=1, n_layer=2, dropout=0.1, lr=1.0, batch_size=4, bptt=8, log_every=10, val_windows=3, eval_batch_size=2, seed=3)
+TINY = dict(d_model=16, d_ff=16, n_head=1, n_layer=2, dropout=0.1, lr=1.0, batch_size=4, bptt=8, log_every=10, val_windows=3,
+            eval_batch_size=2, seed=3)
 
 
 def test_training_lowers_the_loss(tmp_path):
@@ -102,14 +103,16 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
         import torch, sys
         from featlearn.io import write_csv
         from featlearn.lm.train import LMRun, train_lm
-        out = train_lm(LMRun(**{settings!r}), torch.load({str(tmp_path / 'train.pt')!r}), torch.load({str(tmp_path / 'valid.pt')!r}),
+        out = train_lm(LMRun(**{settings!r}), torch.load({str(tmp_path / 'train.pt')!r}),"""
+        f""" torch.load({str(tmp_path / 'valid.pt')!r}),
                        40, sys.argv[1])
         write_csv(out["log"], sys.argv[2])
         """
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     work = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-c", script, str(work), str(tmp_path / "resumed.csv")], env=env, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-c", script, str(work), str(tmp_path / "resumed.csv")], env=env,
+                            stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while not (work / "resume.pt").exists():
         assert proc.poll() is None, "training ended before its first checkpoint"
@@ -120,8 +123,10 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
     assert not (tmp_path / "resumed.csv").exists()
     state = torch.load(work / "resume.pt", weights_only=True)
     assert 0 < state["step"] < 400
-    subprocess.run([sys.executable, "-c", script, str(work), str(tmp_path / "resumed.csv")], env=env, check=True, stderr=subprocess.DEVNULL)
-    subprocess.run([sys.executable, "-c", script, str(tmp_path / "clean"), str(tmp_path / "clean.csv")], env=env, check=True, stderr=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-c", script, str(work), str(tmp_path / "resumed.csv")], env=env, check=True,
+                   stderr=subprocess.DEVNULL)
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "clean"), str(tmp_path / "clean.csv")], env=env, check=True,
+                   stderr=subprocess.DEVNULL)
     resumed, clean = pd.read_csv(tmp_path / "resumed.csv"), pd.read_csv(tmp_path / "clean.csv")
     pd.testing.assert_frame_equal(resumed, clean)
 
@@ -162,7 +167,8 @@ def test_epoch_budget_and_whole_validation_split(tmp_path):
 def test_optimizer_reset_at_each_epoch(tmp_path):
     tr, va = _tiny_data()
     settings = {**TINY, "optimizer": "adam", "lr": 1e-3, "epochs": 2, "log_every": 52, "checkpoint_every": 1000}
-    kept = train_lm(LMRun(**settings), tr, va, 40, tmp_path / "kept")["log"].query("metric == 'val_loss'").set_index("step")["value"]
+    kept = (train_lm(LMRun(**settings), tr, va, 40, tmp_path / "kept")["log"]
+            .query("metric == 'val_loss'").set_index("step")["value"])
     reset = train_lm(LMRun(**settings, reset_optimizer_each_epoch=True), tr, va, 40, tmp_path / "reset")["log"]
     reset = reset.query("metric == 'val_loss'").set_index("step")["value"]
     assert list(kept.index) == [0, 52, 104, 156, 208, 260, 312]

@@ -106,7 +106,8 @@ def test_model_equals_per_position_reference_and_its_gradient():
 def test_zero_init_loss_is_ln_M(spec):
     Y, Z = init_params(1, spec.M, "zero", [torch.Generator()])
     classes, counts = sample_counts(spec, 32, torch.Generator().manual_seed(0))
-    loss = run_losses(Y, Z, spec.queries()[classes].unsqueeze(0), counts.double().unsqueeze(0), spec.labels()[classes].unsqueeze(0))
+    loss = run_losses(Y, Z, spec.queries()[classes].unsqueeze(0), counts.double().unsqueeze(0),
+                      spec.labels()[classes].unsqueeze(0))
     assert float(loss[0]) == pytest.approx(math.log(spec.M), abs=1e-12)
 
 

@@ -146,8 +146,8 @@ def _adam(tmp_path, differ: bool) -> dict:
                 c = c / c.sum(dim=1, keepdim=True)
                 K, M = c.shape
                 frames.append(pd.DataFrame({"step": step, "run": f"lr{lr:g}_s{seed}", "class": np.repeat(np.arange(K), M),
-                                            "token": np.tile(np.arange(M), K), "c": c.reshape(-1).numpy(), "z": z.reshape(-1).numpy(),
-                                            "lr": lr, "seed": seed}))
+                                            "token": np.tile(np.arange(M), K), "c": c.reshape(-1).numpy(),
+                                            "z": z.reshape(-1).numpy(), "lr": lr, "seed": seed}))
     path = tmp_path / "adam.csv"
     pd.concat(frames).to_csv(path, index=False)
     return {"composition": str(path)}
@@ -204,7 +204,8 @@ def test_fig3_claims_pass_on_the_theory_and_fail_on_planted_curves(theory_tables
     assert_passes("scan_snap", F.claims_3(theory_tables, cfg), "th_t0", "th_late_B", "th_lnln")
     df = pd.read_csv(theory_tables["snapping"])
     # B twice as steep in the snapping phase; late B increasing in eta_Y; gamma's peak 10x later
-    bad = df.assign(B=2 * df["B"] * (1 + 0.5 * np.log(df["eta_y"])), gamma=df["gamma"] * np.exp(-((np.log(df["t"].clip(1e-9)) - np.log(1e5)) ** 2)))
+    bad = df.assign(B=2 * df["B"] * (1 + 0.5 * np.log(df["eta_y"])),
+                    gamma=df["gamma"] * np.exp(-((np.log(df["t"].clip(1e-9)) - np.log(1e5)) ** 2)))
     path = tmp_path / "bad.csv"
     bad.to_csv(path, index=False)
     assert_fails("scan_snap", F.claims_3({"snapping": str(path)}, cfg), "th_t0", "th_late_B", "th_lnln")
@@ -259,7 +260,8 @@ def _freq(tmp_path, offset_se: float) -> dict:
         for token in range(34):
             p = 0.05 if token < 20 else 0.0
             se = 0.001 if p > 0 else 0.0
-            rows.append({"class": cls, "token": token, "p": p, "freq": p + (offset_se * se if token == 3 else 0.0), "se": se, "draws": 1e5})
+            rows.append({"class": cls, "token": token, "p": p, "freq": p + (offset_se * se if token == 3 else 0.0), "se": se,
+                         "draws": 1e5})
     path = tmp_path / "freq.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
     return {"freq": str(path)}
@@ -268,7 +270,8 @@ def _freq(tmp_path, offset_se: float) -> dict:
 def test_generator_check_uses_a_corrected_bound(tmp_path):
     ok = F.claims_generator(_freq(tmp_path, 3.2), {"scale": "test"})  # beyond 3 sigma, within the corrected bound
     assert_passes("scan_snap", ok, "gen_freq")
-    assert ok[0].kind == "sanity" and float(ok[0].target.split()[-1]) == pytest.approx(3.662, abs=0.001)  # z_{1 - 0.01/80}: 40 pairs
+    # z_{1 - 0.01/80}: 40 pairs
+    assert ok[0].kind == "sanity" and float(ok[0].target.split()[-1]) == pytest.approx(3.662, abs=0.001)
     assert_fails("scan_snap", F.claims_generator(_freq(tmp_path, 6.0), {"scale": "test"}), "gen_freq")
 
 
@@ -328,7 +331,8 @@ def test_fig10_claims_on_planted_logs(tmp_path):
     assert_fails("scan_snap", F.claims_10({"logs": _logs(tmp_path, {"wikitext2": 0.2})}, one), "wiki_entropy_lr_wikitext2")
     with pytest.raises(ValueError, match="3 logs for 6"):
         F.claims_10({"logs": _logs(tmp_path, {"wikitext2": 0.2})}, cfg)
-    write_outputs(F.draw_10({"logs": _logs(tmp_path, {"wikitext2": -0.2, "wikitext103": 0.2})}, cfg), [str(tmp_path / "f10.png")], 40)
+    write_outputs(F.draw_10({"logs": _logs(tmp_path, {"wikitext2": -0.2, "wikitext103": 0.2})}, cfg), [str(tmp_path / "f10.png")],
+                  40)
 
 
 def _val_logs(tmp_path, losses: list[float]) -> list[str]:

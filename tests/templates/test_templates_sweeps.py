@@ -9,9 +9,12 @@ import pandas as pd
 import pytest
 
 from featlearn.registry import load
-from featlearn.templates.registry import CLAIM_IDS, CLAIMED
+from featlearn.templates.registry import CLAIM_IDS
 from featlearn.templates.sweeps.experiments import data_and_identity_checks, figure_curves, run_figure
 from featlearn.templates.sweeps.figures import check_claims, draw
+from featlearn.templates.sweeps.grids import SWEEP_FIGURES as _RECORDS
+
+CLAIMED = tuple(fig for fig, rec in _RECORDS.items() if rec.claim_ids)  # the sweep figures with claims
 
 TINY = dict(
     epochs=2,
@@ -98,8 +101,10 @@ def test_figure_writes_png_and_claims(tmp_path, one_thread):
 
 # ------------------------------------------------------------------ grids of Figs. 3c, 5, 8-21, 23
 
-from featlearn.templates.sweeps.experiments import FIGURE_GRID, GRID_AXIS, GRIDS  # noqa: E402
-from featlearn.templates.sweeps.figures import SPECS, nstar_ratio  # noqa: E402
+from featlearn.templates.registry import FIGURE_GRID, GRIDS  # noqa: E402
+from featlearn.templates.sweeps.figures import nstar_ratio  # noqa: E402
+from featlearn.templates.sweeps.grids import GRIDS as GRID_RECORDS  # noqa: E402
+from featlearn.templates.sweeps.grids import SWEEP_FIGURES  # noqa: E402
 
 AXIS_VALUES = {"d_emb": [8, 16], "depth": [1, 2], "heads": [1, 2], "batch": [2, 1024], "attn_mult": [1, 8], "k": [2, 4],
                "length": [3, 4], "n_wildcards": [2, 3], "n_regular": [0, 1], "r": [2, 3]}
@@ -107,14 +112,16 @@ AXIS_VALUES = {"d_emb": [8, 16], "depth": [1, 2], "heads": [1, 2], "batch": [2, 
 
 def _tiny_all() -> dict:
     cfg = {k: v for k, v in TINY.items() if not k.startswith("fig")}
-    for grid, axis in GRID_AXIS.items():
+    for grid, rec in GRID_RECORDS.items():
+        axis = rec.axis
         cfg[f"fig{grid}"] = dict(n=[4, 8], lrs=[1e-3], **({axis: AXIS_VALUES[axis]} if axis else {}))
     return cfg
 
 
 def test_every_figure_has_a_grid_and_a_plot_spec():
-    assert set(FIGURE_GRID) == set(SPECS)
-    assert all(hasattr(load(f"featlearn.templates.sweeps.figures:claims_{fig}"), "__call__") for fig in CLAIMED)
+    assert set(FIGURE_GRID) == set(SWEEP_FIGURES)
+    assert all(rec.kind in ("curves", "heatmap") and rec.title.startswith(f"Fig. {fig}:") for fig, rec in SWEEP_FIGURES.items())
+    assert all(callable(load(f"featlearn.templates.sweeps.figures:claims_{fig}")) for fig in CLAIMED)
     assert FIGURE_GRID["23"] == "17" and set(FIGURE_GRID.values()) == set(GRIDS)
 
 

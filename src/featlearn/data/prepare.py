@@ -76,7 +76,9 @@ def _write_classification(out_dir: Path, splits: dict[str, list[tuple[int, str]]
             "labels": dict(sorted(collections.Counter(str(y) for y, _ in rows).items())),
             "mean_length": round(float(np.mean(lengths)), 3) if lengths else 0.0,
         }
-    vocab = list(CLASSIFICATION_SPECIALS) + sorted((w for w in counts if w not in CLASSIFICATION_SPECIALS), key=lambda w: (-counts[w], w))
+    vocab = list(CLASSIFICATION_SPECIALS) + sorted(
+        (w for w in counts if w not in CLASSIFICATION_SPECIALS), key=lambda w: (-counts[w], w)
+    )
     write_vocab(out_dir / "vocab.json", vocab)
     stats["vocab_size"] = len(vocab)
     stats[DIGESTS] = _digests(out_dir, [*(f"{split}.tsv" for split in splits), "vocab.json"])

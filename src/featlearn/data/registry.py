@@ -288,17 +288,23 @@ class Prepared:
 PREPARED: dict[str, Prepared] = {
     p.name: p
     for p in (
-        Prepared("sst", "sst", "classification", ("train", "dev", "test"), "SST sentence-level binary", (6_920, 872, 1_821), 16_174),
+        Prepared("sst", "sst", "classification", ("train", "dev", "test"), "SST sentence-level binary", (6_920, 872, 1_821),
+                 16_174),
         Prepared(
-            "sstwsub", "sst", "classification", ("train", "dev", "test"), "SST with every non-neutral phrase in train", (98_794, 872, 1_821), 17_404
+            "sstwsub", "sst", "classification", ("train", "dev", "test"), "SST with every non-neutral phrase in train",
+            (98_794, 872, 1_821), 17_404
         ),
         Prepared(
-            "imdb", "imdb", "classification", ("train", "dev", "test"), "IMDB, seeded split of 50k labelled reviews", (39_877, 5_016, 5_107), 146_582
+            "imdb", "imdb", "classification", ("train", "dev", "test"), "IMDB, seeded split of 50k labelled reviews",
+            (39_877, 5_016, 5_107), 146_582
         ),
-        Prepared("ag_news", "ag_news", "classification", ("train", "dev", "test"), "AG News title + description", (110_000, 10_000, 7_600), 85_568),
-        Prepared("wikitext2", "wikitext2", "lm", ("train", "valid", "test"), "WikiText-2 word tokens", (2_088_628, 217_646, 245_569), 33_278),
+        Prepared("ag_news", "ag_news", "classification", ("train", "dev", "test"), "AG News title + description",
+                 (110_000, 10_000, 7_600), 85_568),
+        Prepared("wikitext2", "wikitext2", "lm", ("train", "valid", "test"), "WikiText-2 word tokens",
+                 (2_088_628, 217_646, 245_569), 33_278),
         Prepared("wikitext103", "wikitext103", "lm", ("train", "valid", "test"), "WikiText-103 word tokens", (), 267_735),
         Prepared("ptb", "ptb", "lm", ("train", "valid", "test"), "Penn Treebank word tokens", (929_589, 73_760, 82_430), 10_000),
-        Prepared("tinyshakespeare", "tinyshakespeare", "lm", ("train", "valid"), "Tiny Shakespeare characters, 90/10", (1_003_854, 111_540), 65),
+        Prepared("tinyshakespeare", "tinyshakespeare", "lm", ("train", "valid"), "Tiny Shakespeare characters, 90/10",
+                 (1_003_854, 111_540), 65),
     )
 }

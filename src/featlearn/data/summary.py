@@ -33,7 +33,9 @@ def summary_table(stats_paths: list[str | os.PathLike]) -> pd.DataFrame:
     return df
 
 
-def write_summary(stats_paths: list[str | os.PathLike], out_csv: str | os.PathLike, figures: list[str], scale: str, dpi: int = 150) -> pd.DataFrame:
+def write_summary(
+    stats_paths: list[str | os.PathLike], out_csv: str | os.PathLike, figures: list[str], scale: str, dpi: int = 150
+) -> pd.DataFrame:
     import matplotlib.pyplot as plt
     import seaborn as sns
 

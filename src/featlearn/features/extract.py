@@ -8,7 +8,8 @@ instances of class c. A unit is extracted for class c when
 
 ([C]: rate (p - n)/(p + n) > 0.5 and p > 5 on SST, > 50 on IMDB; the paper states freq(e,+)/freq(e,-) >= 3
 with no floor, kept as ``strict=False``; ``inclusive_ratio`` takes the paper's ">= 3" with the strict floor,
-which is what reproduces the positive SSTwsub bigram count of Table 6, see docs/features_counts.md). Binary labels are 0 (negative) and 1 (positive); an extracted
+which is what reproduces the positive SSTwsub bigram count of Table 6, see docs/features_counts.md).
+Binary labels are 0 (negative) and 1 (positive); an extracted
 unit's polarity is +1 or -1. Every unit also gets the continuous score log((freq(u,+) + 1)/(freq(u,-) + 1)).
 
 Adjectives (negation, Fig. 6): the same rule on SSTwsub, then a part-of-speech filter (a callable, so that
@@ -129,7 +130,8 @@ def class_sizes(df: pd.DataFrame) -> dict[int, int]:
 def all_log_odds(counts: dict[str, np.ndarray]) -> pd.DataFrame:
     """Every unit's binary counts and log-odds: columns ``unit``, ``freq_0``, ``freq_1``, ``log_odds``."""
     recs = [{"unit": u, "freq_0": int(f[0]), "freq_1": int(f[1]), "log_odds": log_odds(f)} for u, f in counts.items()]
-    return pd.DataFrame.from_records(recs, columns=["unit", "freq_0", "freq_1", "log_odds"]).sort_values("unit", kind="mergesort").reset_index(drop=True)
+    return pd.DataFrame.from_records(recs, columns=["unit", "freq_0", "freq_1", "log_odds"]).sort_values(
+        "unit", kind="mergesort").reset_index(drop=True)
 
 
 # ------------------------------------------------------------------------------------- adjectives
@@ -155,7 +157,9 @@ def lemminflect_adjective(token: str, max_classes: int = 0) -> bool:
     return "ADJ" in classes and (max_classes <= 0 or len(classes) <= max_classes)
 
 
-def negation_phrases(rows: Rows, negators: Sequence[str] = ("not", "never", "hardly"), max_words: int = 10) -> list[tuple[int, str]]:
+def negation_phrases(
+    rows: Rows, negators: Sequence[str] = ("not", "never", "hardly"), max_words: int = 10
+) -> list[tuple[int, str]]:
     """Distinct labelled phrases that start with a negation word and have at most ``max_words`` words,
     in first-seen order (Fig. 9: phrases under 11 words starting with not/never/hardly). The ``prefix``
     definition of ``features.extract.phrases.rule``."""

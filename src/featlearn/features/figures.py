@@ -784,7 +784,8 @@ def claims_9(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
         return [Measured("7-fig9-differences", "SA: s(sub-phrase) - s(phrase) > 0 for at least 95% of the negation phrases",
                          "fraction > 0", float((diff > 0).mean()) if len(diff) else NAN, ">=", 0.95,
                          "[P] App. C.2: the differences 'are all positive' (65 phrases); 95% allows for this project's "
-                         "phrase set, which matches the paper's counts but is a definition found by search, not stated", paper_value="65 of 65")]
+                         "phrase set, which matches the paper's counts but is a definition found by search, not stated",
+                         paper_value="65 of 65")]
 
     return verdicts(tables, cfg, "9", measure)
 
@@ -922,7 +923,8 @@ def claims_table6(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
                 got = int((units["cls"] == cls).sum())
                 out.append(Measured(f"1-{dataset}-{kind}-{label.lower().replace('/', '')}",
                                     f"{DATASET_LABELS[dataset]}: {n} extracted {label} {kind}s (Table 6)",
-                                    "relative difference |ours - paper| / paper", abs(got - n) / n, "<=", COUNT_SLACK, COUNT_REASON,
+                                    "relative difference |ours - paper| / paper", abs(got - n) / n, "<=", COUNT_SLACK,
+                                    COUNT_REASON,
                                     kind="sanity", paper_value=str(n), baseline=False, note=f"ours {got}"))
         if "sstwsub" in inputs.extracted:
             got = len(inputs.units("sstwsub", "phrase"))

@@ -37,7 +37,8 @@ from featlearn.io import load_tensor, write_csv
 from featlearn.training import resumable_training
 
 # token_count / target_count: occurrences in the training split; cooccurrence: times target follows token
-LOGIT_COLUMNS = ("dataset", "token_rank", "token_id", "token", "token_count", "group", "target_id", "target", "target_count", "cooccurrence", "logit")
+LOGIT_COLUMNS = ("dataset", "token_rank", "token_id", "token", "token_count", "group", "target_id", "target", "target_count",
+                 "cooccurrence", "logit")
 
 
 # --- co-occurrence ---------------------------------------------------------------------------------
@@ -81,13 +82,17 @@ def rank_followers(counts: np.ndarray, unigram: np.ndarray, k: int) -> tuple[np.
 
 
 @torch.no_grad()
-def single_token_logits(model_fn: Callable[[torch.Tensor], torch.Tensor], tokens, device: str | torch.device = "cpu") -> torch.Tensor:
+def single_token_logits(
+    model_fn: Callable[[torch.Tensor], torch.Tensor], tokens, device: str | torch.device = "cpu"
+) -> torch.Tensor:
     """Next-token logits [n, vocab] of each token fed alone (a batch of length-1 sequences)."""
     idx = torch.as_tensor(np.asarray(tokens), dtype=torch.long, device=device).view(-1, 1)
     return model_fn(idx)[:, 0, :].float().cpu()
 
 
-def cooccurrence_logits(model_fn, train_ids: torch.Tensor, vocab: list[str], n_frequent: int, k: int, dataset: str, device="cpu") -> pd.DataFrame:
+def cooccurrence_logits(
+    model_fn, train_ids: torch.Tensor, vocab: list[str], n_frequent: int, k: int, dataset: str, device="cpu"
+) -> pd.DataFrame:
     """The long table of Figs. 5/7: one row per (frequent token, group, target) with the model's logit."""
     V = len(vocab)
     tokens, unigram = frequent_tokens(train_ids, V, n_frequent)
@@ -97,7 +102,8 @@ def cooccurrence_logits(model_fn, train_ids: torch.Tensor, vocab: list[str], n_f
         counts = follower_counts(train_ids, int(tok), V)
         for group, ids in zip(("top", "bottom"), rank_followers(counts, unigram, k)):
             for b in ids:
-                rows.append((dataset, rank, int(tok), vocab[tok], int(unigram[tok]), group, int(b), vocab[b], int(unigram[b]), int(counts[b]), float(row[b])))
+                rows.append((dataset, rank, int(tok), vocab[tok], int(unigram[tok]), group, int(b), vocab[b], int(unigram[b]),
+                             int(counts[b]), float(row[b])))
     return pd.DataFrame(rows, columns=LOGIT_COLUMNS)
 
 
@@ -113,7 +119,8 @@ def _log(tag: str, msg: str) -> None:
 
 # --- Fig. 7: the tutorial transformer on PTB / WikiText-2 ----------------------------------------------
 
-WORD_MODEL_KEYS = ("n_layer", "n_head", "d_model", "d_ff", "dropout", "lr", "clip", "batch_size", "bptt", "iterations", "log_every", "checkpoint_every", "val_windows", "seed")
+WORD_MODEL_KEYS = ("n_layer", "n_head", "d_model", "d_ff", "dropout", "lr", "clip", "batch_size", "bptt", "iterations",
+                   "log_every", "checkpoint_every", "val_windows", "seed")
 
 
 def word_run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
@@ -130,7 +137,8 @@ def word_run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     run = LMRun(optimizer="sgd", **{k: settings[k] for k in WORD_MODEL_KEYS})
     out = train_lm(run, train_ids, valid_ids, len(vocab), ctx.work_dir, device=device, tag=tag)
     model = out["model"].eval()
-    table = cooccurrence_logits(lambda idx: model(idx)[0], train_ids, vocab, settings["n_frequent"], settings["top_k"], dataset, device)
+    table = cooccurrence_logits(lambda idx: model(idx)[0], train_ids, vocab, settings["n_frequent"], settings["top_k"], dataset,
+                                device)
     log = out["log"]
     log = log[log["metric"].isin(["train_loss", "val_loss"])][["step", "metric", "value"]]
     log.insert(0, "dataset", dataset)
@@ -204,7 +212,8 @@ def _val_loss(model, valid: torch.Tensor, run: CharRun, device) -> float:
     return float(np.mean(losses))
 
 
-def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab: int, work_dir: str | os.PathLike, device: str = "cpu", tag: str = ""):
+def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab: int, work_dir: str | os.PathLike,
+                   device: str = "cpu", tag: str = ""):
     """Train the character GPT; returns (model, long log of step/metric/value).
 
     Resumable from ``work_dir`` (:func:`featlearn.training.resumable_training`; the window generator is

@@ -36,7 +36,8 @@ def read_tables(logit_paths: list[str], log_paths: list[str]) -> tuple[pd.DataFr
     """(logit tables, training logs), each checked by its columns. Token strings are kept verbatim
     (no NA parsing: "null" or "NA" are tokens)."""
     logits, logs = [], []
-    for paths, frames, column, what in ((logit_paths, logits, "logit", "logit table"), (log_paths, logs, "metric", "training log")):
+    for paths, frames, column, what in ((logit_paths, logits, "logit", "logit table"),
+                                        (log_paths, logs, "metric", "training log")):
         for p in paths:
             df = pd.read_csv(p, keep_default_na=False, na_filter=False)
             if column not in df.columns:
@@ -63,7 +64,8 @@ def token_gaps(df: pd.DataFrame) -> pd.DataFrame:
         unigram = df.assign(u=np.log(df["target_count"].astype(float))).groupby(keys)["u"].mean().unstack("group")
         unigram = unigram.reindex(columns=["top", "bottom"])
         means["unigram_top_higher"] = (unigram["top"] - unigram["bottom"]) > 0
-        for name, column in (("residual", "logit"), ("unigram_residual", "log_target_count"), ("bigram_residual", "log_cooccurrence")):
+        for name, column in (("residual", "logit"), ("unigram_residual", "log_target_count"),
+                             ("bigram_residual", "log_cooccurrence")):
             if column == "log_cooccurrence" and "cooccurrence" not in df.columns:
                 continue
             res = _frequency_residuals(df, column).groupby(keys).mean().unstack("group").reindex(columns=["top", "bottom"])
@@ -101,22 +103,27 @@ def cooccurrence_claims(df: pd.DataFrame, figure: str, scale: str) -> list[Claim
         k = int(df[(df["dataset"] == ds) & (df["group"] == "top")].groupby("token_rank").size().max())
         need = math.ceil(MIN_FRACTION * n)
         claims.append(check(PAPER, f"9_{ds}", figure,
-                            f"for at least {need} of the {n} most frequent tokens fed alone, the mean next-token logit of the top-{k} "
-                            f"co-occurring tokens exceeds that of the bottom-{k} ({TITLES.get(ds, ds)})",
-                            "frequent tokens with mean top-k logit > mean bottom-k logit", int(g["top_higher"].sum()), ">=", need, scale,
-                            reason=f"[P] claim 9: 18 of the paper's 20 tokens, here {MIN_FRACTION:g} of {n}", paper_value="18 of 20",
+                            f"for at least {need} of the {n} most frequent tokens fed alone, the mean next-token logit of the "
+                            f"top-{k} co-occurring tokens exceeds that of the bottom-{k} ({TITLES.get(ds, ds)})",
+                            "frequent tokens with mean top-k logit > mean bottom-k logit", int(g["top_higher"].sum()), ">=", need,
+                            scale, reason=f"[P] claim 9: 18 of the paper's 20 tokens, here {MIN_FRACTION:g} of {n}",
+                            paper_value="18 of 20",
                             baseline=("unigram model (logit = log count of the target)", int(g["unigram_top_higher"].sum()))
                             if "unigram_top_higher" in g else None))
         if "residual_top_higher" in g:
-            bigram = (f"; a bigram model (logit = log co-occurrence count) gives {int(g['bigram_residual_top_higher'].sum())} of {n}"
+            bigram = (f"; a bigram model (logit = log co-occurrence count) gives "
+                      f"{int(g['bigram_residual_top_higher'].sum())} of {n}"
                       if "bigram_residual_top_higher" in g else "")
             claims.append(check(PAPER, f"9f_{ds}", figure,
-                                f"beyond token frequency: for at least {need} of the {n} most frequent tokens, the top-{k} co-occurring "
-                                f"tokens' logits exceed the bottom-{k}'s after each logit's linear fit on log target count is removed "
-                                f"({TITLES.get(ds, ds)})",
-                                "frequent tokens with mean top-k residual > mean bottom-k residual", int(g["residual_top_higher"].sum()), ">=",
-                                need, scale, reason="claim 9's 90% of tokens, on what frequency does not explain", paper_value="18 of 20 (claim 9)",
-                                baseline=("unigram model (logit = log count of the target)", int(g["unigram_residual_top_higher"].sum())),
+                                f"beyond token frequency: for at least {need} of the {n} most frequent tokens, the top-{k} "
+                                f"co-occurring tokens' logits exceed the bottom-{k}'s after each logit's linear fit on log "
+                                f"target count is removed ({TITLES.get(ds, ds)})",
+                                "frequent tokens with mean top-k residual > mean bottom-k residual",
+                                int(g["residual_top_higher"].sum()), ">=", need, scale,
+                                reason="claim 9's 90% of tokens, on what frequency does not explain",
+                                paper_value="18 of 20 (claim 9)",
+                                baseline=("unigram model (logit = log count of the target)",
+                                          int(g["unigram_residual_top_higher"].sum())),
                                 note=f"the residual of a fit on log target count over each token's {2 * k} candidates{bigram}"))
     return claims
 
@@ -143,10 +150,11 @@ def draw_lm(inputs: dict, cfg: dict, figure: str):
         k = int(sub[sub["group"] == "top"].groupby("token_rank").size().max())
         sub["next token"] = sub["group"].map({"top": f"top-{k} co-occurring", "bottom": f"bottom-{k} co-occurring"})
         palette = {f"top-{k} co-occurring": COLORS["top"], f"bottom-{k} co-occurring": COLORS["bottom"]}
-        sns.boxplot(data=sub, x="token", y="logit", hue="next token", order=order, hue_order=list(palette), palette=palette, ax=ax,
-                    fliersize=1.5, linewidth=0.8)
+        sns.boxplot(data=sub, x="token", y="logit", hue="next token", order=order, hue_order=list(palette), palette=palette,
+                    ax=ax, fliersize=1.5, linewidth=0.8)
         g = gaps[gaps["dataset"] == ds]
-        title = f"{TITLES.get(ds, ds)}: {int(g['top_higher'].sum())}/{len(g)} frequent tokens with mean top-{k} logit > mean bottom-{k}"
+        title = (f"{TITLES.get(ds, ds)}: {int(g['top_higher'].sum())}/{len(g)} frequent tokens with mean top-{k} logit > "
+                 f"mean bottom-{k}")
         if not logs.empty and ds in set(logs["dataset"]):
             val = logs[(logs["dataset"] == ds) & (logs["metric"] == "val_loss")].sort_values("step")
             title += f"; final val loss {val['value'].iloc[-1]:.2f} after {int(val['step'].iloc[-1])} iterations"
@@ -158,7 +166,8 @@ def draw_lm(inputs: dict, cfg: dict, figure: str):
                     title += f", a bigram model {int(g['bigram_residual_top_higher'].sum())}/{len(g)}"
             title += ")"
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel("frequent token fed alone (most frequent first)" if ds != "tinyshakespeare" else "frequent character fed alone (most frequent first)")
+        ax.set_xlabel("frequent token fed alone (most frequent first)" if ds != "tinyshakespeare"
+                      else "frequent character fed alone (most frequent first)")
         ax.set_ylabel("next-token logit (label score)")
         ax.tick_params(axis="x", rotation=60 if ds != "tinyshakespeare" else 0, labelsize=8)
         ax.legend(fontsize=8, loc="best")

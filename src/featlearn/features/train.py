@@ -344,7 +344,8 @@ def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab
         log_epoch(epoch, (epoch_loss / max(n_steps, 1)).numpy())
         if progress:
             accs = next((v for e, sp, m, v in reversed(metric_rows) if sp == "dev" and m == "accuracy"), None)
-            msg = "" if accs is None else (f" dev acc {np.round(accs, 3).tolist()}" if R <= 8 else f" mean dev acc {accs.mean():.3f}")
+            msg = "" if accs is None else (f" dev acc {np.round(accs, 3).tolist()}" if R <= 8
+                                           else f" mean dev acc {accs.mean():.3f}")
             print(f"[features] {label or spec.kind} R={R} epoch {epoch}/{settings.epochs} "
                   f"loss {float(epoch_loss.mean() / max(n_steps, 1)):.4f}{msg} ({time.perf_counter() - start:.0f}s)",
                   file=sys.stderr, flush=True)

@@ -167,7 +167,8 @@ def load_checkpoint(spec: CheckpointModel, revision: str, cache_dir: str | None,
     kwargs = dict(revision=revision, cache_dir=cache_dir, local_files_only=offline)
     from featlearn.hf import dtype_keyword
 
-    model = AutoModelForCausalLM.from_pretrained(spec.repo_id, attn_implementation="eager", **dtype_keyword(getattr(torch, dtype)), **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(spec.repo_id, attn_implementation="eager",
+                                                 **dtype_keyword(getattr(torch, dtype)), **kwargs)
     tokenizer = AutoTokenizer.from_pretrained(spec.repo_id, **kwargs)
     return model, tokenizer
 

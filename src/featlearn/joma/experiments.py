@@ -19,7 +19,8 @@ def eq6_tables(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
         H = D.entropy(D.softmax(traj**2 / 3))
         steps = np.arange(cfg["steps"] + 1)
         for j in range(cfg["n"]):
-            rows.append(pd.DataFrame({"variant": variant, "step": steps, "component": j, "mu": mu[j], "v": traj[:, j], "entropy": H}))
+            rows.append(pd.DataFrame({"variant": variant, "step": steps, "component": j, "mu": mu[j], "v": traj[:, j],
+                                      "entropy": H}))
     write_csv(pd.concat(rows, ignore_index=True), outputs["discrete"])
 
     t = np.linspace(0.0, cfg["exact_t_max"], cfg["exact_points"])

@@ -73,7 +73,8 @@ def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
     # pairs (smaller mu, larger mu) where the larger one is not strictly faster; two components that
     # both have not converged within the run are not comparable and are skipped
     violations = sum(
-        1 for i in range(len(times)) for k in range(i + 1, len(times)) if not (np.isinf(times[i]) and np.isinf(times[k])) and times[k] >= times[i]
+        1 for i in range(len(times)) for k in range(i + 1, len(times))
+        if not (np.isinf(times[i]) and np.isinf(times[k])) and times[k] >= times[i]
     )
     n_conv = int(np.isfinite(times).sum())
     mu = np.sort(ex.groupby("component")["mu"].first().to_numpy())
@@ -82,18 +83,19 @@ def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
     # The entropy at iteration 0 is ln 10 by construction (v(0) equal in every component): a unit test.
     theory = dict(kind="paper-theory")
     return [
-        check(PAPER, "fig4_drop", "Fig. 4", "entropy has an interior minimum at least 0.3 nats below the start", "H(0) - min H (interior)",
-              H[0] - H[i_min] if 0 < i_min < len(H) - 1 else 0.0, ">=", 0.3, scale, **theory,
+        check(PAPER, "fig4_drop", "Fig. 4", "entropy has an interior minimum at least 0.3 nats below the start",
+              "H(0) - min H (interior)", H[0] - H[i_min] if 0 < i_min < len(H) - 1 else 0.0, ">=", 0.3, scale, **theory,
               reason="the reference's reading of the paper's Fig. 4 (sparse phase)"),
-        check(PAPER, "fig4_rebound", "Fig. 4", "entropy ends at least 0.2 nats above its minimum (rebound)", "H(end) - min H", H[-1] - H[i_min],
-              ">=", 0.2, scale, **theory, reason="the reference's reading of the paper's Fig. 4 (dense again)"),
+        check(PAPER, "fig4_rebound", "Fig. 4", "entropy ends at least 0.2 nats above its minimum (rebound)", "H(end) - min H",
+              H[-1] - H[i_min], ">=", 0.2, scale, **theory, reason="the reference's reading of the paper's Fig. 4 (dense again)"),
         check(PAPER, "fig4_order", "Fig. 4", f"components with larger mu_j converge first (|v - mu| <= {tol:g} mu; "
               f"{n_conv} of {len(times)} converged within the run)",
               "pairs ordered against mu (comparable pairs)", float(violations), "==", 0.0, scale, **theory,
               reason="a strict order (Thm. 4: salient components converge first)"),
-        check(PAPER, "fig4_control", "Fig. 4", "without attention the entropy has no rebound", "H(end) - min H (no attention)", ctrl[-1] - ctrl.min(),
-              "<=", 1e-9, scale, **theory, reason="no rebound at all: float64 rounding only"),
-        check(PAPER, "thm4_rate", "Thm. 4", f"ln(1/delta_j) / ln(1/delta_k) = exp((mu_j^2 - mu_k^2)/2) (1 + Lambda) for every pair "
+        check(PAPER, "fig4_control", "Fig. 4", "without attention the entropy has no rebound", "H(end) - min H (no attention)",
+              ctrl[-1] - ctrl.min(), "<=", 1e-9, scale, **theory, reason="no rebound at all: float64 rounding only"),
+        check(PAPER, "thm4_rate", "Thm. 4", f"ln(1/delta_j) / ln(1/delta_k) = exp((mu_j^2 - mu_k^2)/2) (1 + Lambda) "
+              f"for every pair "
               f"mu_j > mu_k of the exact Eq. 6, with |Lambda| within the theorem's bound at t = {THM4_T:g}",
               "max |Lambda| over pairs", lam, "<=", lam_bound, scale, **theory,
               reason=f"Theorem 4's own bound (sqrt(2 pi) + 2) exp(mu_k^2/2) / ln(1/delta_k), {lam_bound:.3g} at t = {THM4_T:g}",
@@ -115,6 +117,7 @@ def claims_theorem2(inputs: dict, cfg: dict) -> list[Claim]:
               "max spread across components", float(spread), "<=", 1e-4, scale, kind="paper-theory",
               reason="an exact invariant of the ODE; 1e-4 is the reference's allowance for the solver"),
         check(PAPER, "thm2_limits", "Thm. 2", "non-maximal components converge to sqrt(2) erfinv(Delta_l/|Delta_max|)",
-              "max |v(0.999 t*) - limit|", float((finite["v"] - finite["limit"]).abs().max()), "<=", 1e-2, scale, kind="paper-theory",
+              "max |v(0.999 t*) - limit|", float((finite["v"] - finite["limit"]).abs().max()), "<=", 1e-2, scale,
+              kind="paper-theory",
               reason="the limit is reached only as t -> t*; 1e-2 at 0.999 t* (the reference)"),
     ]

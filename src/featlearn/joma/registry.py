@@ -98,10 +98,13 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
 
     # Dynamics (Fig. 4, Theorem 2) and the joint MLP/attention simulations (Figs. 2-3).
     ex, sim, t1 = "featlearn.joma.experiments", "featlearn.joma.attention_sim", "featlearn.joma.table1"
-    eq6 = job("eq6", f"{ex}:eq6_tables", {"discrete": out("eq6_discrete.csv"), "exact": out("eq6_exact.csv")}, cfg["eq6"], DYNAMICS_CODE)
-    theorem2 = job("theorem2", f"{ex}:theorem2_table", {"table": out("theorem2.csv")}, cfg["theorem2"], DYNAMICS_CODE, mem_mb=1000)
+    eq6 = job("eq6", f"{ex}:eq6_tables", {"discrete": out("eq6_discrete.csv"), "exact": out("eq6_exact.csv")}, cfg["eq6"],
+              DYNAMICS_CODE)
+    theorem2 = job("theorem2", f"{ex}:theorem2_table", {"table": out("theorem2.csv")}, cfg["theorem2"], DYNAMICS_CODE,
+                   mem_mb=1000)
     softmax = job("sim_softmax", f"{sim}:softmax_tables",
-                  {"steps": out("sim_softmax_steps.csv"), "matrices": out("sim_softmax_matrices.csv"), "v0": out("sim_softmax_v0.csv")},
+                  {"steps": out("sim_softmax_steps.csv"), "matrices": out("sim_softmax_matrices.csv"),
+                   "v0": out("sim_softmax_v0.csv")},
                   cfg["sim_softmax"], SIM_CODE, threads=cfg["sim_softmax"]["threads"], mem_mb=1000)
     exp = job("sim_exp", f"{sim}:exp_tables", {"steps": out("sim_exp.csv")}, cfg["sim_exp"], SIM_CODE,
               threads=cfg["sim_exp"]["threads"], mem_mb=1000)
@@ -138,7 +141,8 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
     # WikiText language models (Figs. 6, 8): one training job per (dataset, layers, lr, seed); the
     # 5-layer run at Fig. 6's learning rate serves both figures.
     wiki = cfg["wikitext"]
-    wiki_settings = {k: wiki[k] for k in ("dropout", "iterations", "log_every", "checkpoint_every", "val_windows")} | {"bptt": BPTT}
+    wiki_settings = ({k: wiki[k] for k in ("dropout", "iterations", "log_every", "checkpoint_every", "val_windows")}
+                     | {"bptt": BPTT})
     if wiki.get("reset_optimizer_each_epoch"):
         wiki_settings["reset_optimizer_each_epoch"] = True
     run_name = "{dataset}/L{n_layer}_lr{lr}_s{seed}"
@@ -152,7 +156,8 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
         runtime=lambda wc: runtime_minutes(
             lm_tokens({**wiki_settings, **epoch_budget(wiki, wc.dataset)}, wc.dataset, LM_BATCH, BPTT),
             gpu_rate("joma_lm", int(wc.n_layer), wc.dataset), floor=60 + 2 * int(wc.n_layer)),
-        inputs={k: paths.prepared("{dataset}", f) for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))},
+        inputs={k: paths.prepared("{dataset}", f)
+                for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))},
         wildcards={"dataset": "wikitext2|wikitext103", "n_layer": r"\d+", "lr": r"[0-9.e+-]+", "seed": r"\d+"},
         work_dir=lambda wc: out("wikitext", wc.dataset, f"L{wc.n_layer}_lr{wc.lr}_s{wc.seed}.resume"),
     )
@@ -173,14 +178,18 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
     on6 = [d for d in wiki["datasets"] if dataset_on(d)]
     on8 = [d for d in f8["datasets"] if dataset_on(d)]
     if on6:
-        declared.append(figure("6", "wikitext_figures", {"logs": [lm_log(paths, d, L, f6["lr"], s) for d in on6 for L in f6["layers"] for s in wiki["seeds"]]},
+        declared.append(figure("6", "wikitext_figures",
+                               {"logs": [lm_log(paths, d, L, f6["lr"], s)
+                                         for d in on6 for L in f6["layers"] for s in wiki["seeds"]]},
                                LM_PLOT, settings={"lr": f6["lr"], "bptt": BPTT},
                                also=(Drawing("featlearn.joma.wikitext_figures:draw_6_stable_rank", "fig6_stable_rank",
                                              caption="joma_fig6_stable_rank.rst"),)))
     else:
         skipped["joma Fig. 6"] = f"none of the WikiText datasets {wiki['datasets']} is available"
     if on8:
-        declared.append(figure("8", "wikitext_figures", {"logs": [lm_log(paths, d, f8["n_layer"], lr, s) for d in on8 for lr in f8["lrs"] for s in wiki["seeds"]]},
+        declared.append(figure("8", "wikitext_figures",
+                               {"logs": [lm_log(paths, d, f8["n_layer"], lr, s)
+                                         for d in on8 for lr in f8["lrs"] for s in wiki["seeds"]]},
                                LM_PLOT, settings={"n_layer": f8["n_layer"], "bptt": BPTT}))
     else:
         skipped["joma Fig. 8"] = f"none of the WikiText datasets {f8['datasets']} is available"
@@ -192,7 +201,8 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
     ckpts, ckpt_skipped = pretrained_checkpoints(pre, config["data"]["offline"], available=available)
     ckpt_on = bool(ckpts) and dataset_on(pre["dataset"])
     if ckpt_on:
-        declared.append(figure("7", "checkpoints_figures", {"tables": [out("pretrained", m, f"{r}.csv") for m, r in ckpts]}, CKPT_PLOT))
+        declared.append(figure("7", "checkpoints_figures", {"tables": [out("pretrained", m, f"{r}.csv") for m, r in ckpts]},
+                               CKPT_PLOT))
     if ckpt_skipped:
         n = len(ckpt_skipped) + len(ckpts)
         skipped["joma Fig. 7" if not ckpts else "joma Fig. 7 checkpoints"] = (

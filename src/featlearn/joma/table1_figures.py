@@ -151,7 +151,8 @@ def claims_table1(inputs: dict, cfg: dict) -> list[Claim]:
               seeds=seeds, reason="an order the paper's Table 1 shows in every cell",
               baseline=(UNTRAINED, (s1["untrained_mean"] - s0["untrained_mean"]).max())),
         *(check(PAPER, f"table1_gap_s{s}", "Table 1", f"training raises NCorr(s={s}): the untrained network (same init) scores "
-                f">= {UNTRAINED_GAP:g} lower, in every cell", f"min over cells of NCorr(s={s}, trained) - NCorr(s={s}, untrained)",
+                f">= {UNTRAINED_GAP:g} lower, in every cell",
+                f"min over cells of NCorr(s={s}, trained) - NCorr(s={s}, untrained)",
                 gaps[s], ">=", UNTRAINED_GAP, scale, seeds=seeds,
                 reason="the reference: a gap of 0.1 separates learned features from what random features already score; "
                 "one claim per level, since an untrained network can already sit at a level's ceiling",
@@ -206,7 +207,8 @@ def claims_hblt(inputs: dict, cfg: dict) -> list[Claim]:
     df = _hblt_table(inputs)
     z_max = hblt_bound(len(df))
     return [
-        check(PAPER, "thm5_hblt", "Thm. 5", f"Monte Carlo P[y_l=1|y_m=1] matches Theorem 5 for every depth H ({len(df)} (rho, H) pairs)",
+        check(PAPER, "thm5_hblt", "Thm. 5",
+              f"Monte Carlo P[y_l=1|y_m=1] matches Theorem 5 for every depth H ({len(df)} (rho, H) pairs)",
               "max |empirical - theory| / s.e.", df["z"].abs().max(), "<=", z_max, scale, kind="paper-theory",
               reason=f"two-sided, family-wise alpha {HBLT_ALPHA:g}, Bonferroni over {len(df)} pairs"),
     ]

@@ -22,7 +22,8 @@ def run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     settings = dict(settings)
     dataset = settings.pop("dataset")
     tag = f" {dataset} {settings['n_layer']}L lr{settings['lr']:g} seed{settings['seed']}"
-    out = train_from_files({**settings, "optimizer": "adam"}, inputs["train"], inputs["valid"], inputs["vocab"], ctx.work_dir, ctx.device, tag=tag)
+    out = train_from_files({**settings, "optimizer": "adam"}, inputs["train"], inputs["valid"], inputs["vocab"], ctx.work_dir,
+                           ctx.device, tag=tag)
     log = out["log"]
     log.insert(0, "seed", settings["seed"])
     log.insert(0, "lr", settings["lr"])

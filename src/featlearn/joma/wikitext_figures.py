@@ -56,7 +56,8 @@ def _draw_layers(ax, c: pd.DataFrame, bound: float) -> None:
         sub = sub.sort_values("step")
         ax.plot(sub["step"], sub["mean"], color=palette[layer], lw=1.2, label=f"layer {layer}")
         if sub["std"].notna().any():
-            ax.fill_between(sub["step"], sub["mean"] - sub["std"], sub["mean"] + sub["std"], color=palette[layer], alpha=0.2, lw=0)
+            ax.fill_between(sub["step"], sub["mean"] - sub["std"], sub["mean"] + sub["std"], color=palette[layer], alpha=0.2,
+                            lw=0)
     if bound is not None:
         ax.axhline(bound, color="k", ls="--", lw=0.8)
 
@@ -80,7 +81,8 @@ def _draw_6(inputs: dict, cfg: dict, metric: str, ylabel: str, what: str):
     datasets = sorted(df["dataset"].unique())
     layers = sorted(df["n_layer"].unique())
     c = curves(df, metric)
-    fig, axes = plt.subplots(len(datasets), len(layers), figsize=(3.4 * len(layers), 2.9 * len(datasets)), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(len(datasets), len(layers), figsize=(3.4 * len(layers), 2.9 * len(datasets)), layout="constrained",
+                             squeeze=False)
     for r, ds in enumerate(datasets):
         for k, L in enumerate(layers):
             ax = axes[r, k]
@@ -133,8 +135,10 @@ def claims_6(inputs: dict, cfg: dict) -> list[Claim]:
     for ds in datasets:
         sub = c[c["dataset"] == ds]
         start = sub[sub["step"] == sub["step"].min()]["mean"]
-        claims.append(check(PAPER, f"fig6_step0_{ds}", "Fig. 6", f"at step 0 the entropy is close to the uniform bound (within {STEP0_TOL} nats; {ds})",
-                            "max |H(0) - bound| over layers", float((start - bound).abs().max()), "<=", STEP0_TOL, scale, kind="sanity",
+        claims.append(check(PAPER, f"fig6_step0_{ds}", "Fig. 6",
+                            f"at step 0 the entropy is close to the uniform bound (within {STEP0_TOL} nats; {ds})",
+                            "max |H(0) - bound| over layers", float((start - bound).abs().max()), "<=", STEP0_TOL, scale,
+                            kind="sanity",
                             reason="the initial attention is near uniform (this project's initialisation)"))
         ours, base = _fig6_measures(c, ds, layers, lr), _fig6_measures(frozen_curves(c), ds, layers, lr)
 
@@ -151,18 +155,22 @@ def claims_6(inputs: dict, cfg: dict) -> list[Claim]:
                                 "H(end) - min (seed means)", ">=", REBOUND, DROP_REASON))
             if L > 1:
                 claims.append(claim(f"{L}layer_bottom_lower",
-                                    f"in the {L}-layer model the bottom layer stays below the top layer over the second half of training ({ds})",
-                                    "max over second-half steps of H(bottom) - H(top)", "<", 0.0, "an order the paper's Fig. 6 shows"))
+                                    f"in the {L}-layer model the bottom layer stays below the top layer over the second half of "
+                                    f"training ({ds})",
+                                    "max over second-half steps of H(bottom) - H(top)", "<", 0.0,
+                                    "an order the paper's Fig. 6 shows"))
         ranks = curves(df, "stable_rank")
         ranks = ranks[ranks["dataset"] == ds]
         if not ranks.empty:
             ours_rank, base_rank = rank_rebound(ranks, layers), rank_rebound(frozen_curves(ranks), layers)
             claims.append(check(PAPER, f"fig6_rank_rebound_{ds}", "Sec. 5 / Fig. 6",
-                                f"at every depth some layer's FFN stable rank falls to an interior minimum and rebounds by at least "
+                                f"at every depth some layer's FFN stable rank falls to an interior minimum and rebounds by at "
+                                f"least "
                                 f"{RANK_REBOUND:.0%} (the MLP lower layer's rank first drops, then bounces back; {ds})",
                                 "min over depths of the largest rebound sr(end) / interior min - 1 (seed means)", ours_rank, ">=",
                                 RANK_REBOUND, scale, seeds=seeds, baseline=(UNTRAINED, base_rank),
-                                reason="the reference's 5% rebound of the pretrained models' stable rank (Fig. 7), on this project's LMs"))
+                                reason="the reference's 5% rebound of the pretrained models' stable rank (Fig. 7), "
+                                "on this project's LMs"))
     return claims
 
 
@@ -203,7 +211,8 @@ def draw_8(inputs: dict, cfg: dict):
     bound = uniform_causal_entropy(cfg["bptt"])
     df, c, datasets, lrs, best = _fig8_logs(inputs, n_layer)
     set_style()
-    fig, axes = plt.subplots(len(datasets), len(lrs), figsize=(2.9 * len(lrs), 2.8 * len(datasets)), layout="constrained", squeeze=False, sharey=True)
+    fig, axes = plt.subplots(len(datasets), len(lrs), figsize=(2.9 * len(lrs), 2.8 * len(datasets)), layout="constrained",
+                             squeeze=False, sharey=True)
     for r, ds in enumerate(datasets):
         for k, lr in enumerate(lrs):
             ax = axes[r, k]
@@ -248,7 +257,8 @@ def claims_8(inputs: dict, cfg: dict) -> list[Claim]:
     claims: list[Claim] = []
     for ds in datasets:
         lr_best = min(lrs, key=lambda lr: best[(ds, lr)])
-        ours, base = _fig8_measures(df, c, ds, n_layer, lrs, lr_best), _fig8_measures(df, frozen_curves(c), ds, n_layer, lrs, lr_best)
+        ours, base = (_fig8_measures(df, c, ds, n_layer, lrs, lr_best),
+                      _fig8_measures(df, frozen_curves(c), ds, n_layer, lrs, lr_best))
 
         extension = "" if ds in FIG8_PAPER_DATASETS else "; an extension: the paper's Fig. 8 is on WikiText-2 only"
 
@@ -256,13 +266,15 @@ def claims_8(inputs: dict, cfg: dict) -> list[Claim]:
             return check(PAPER, f"fig8_{key}_{ds}", "Fig. 8", statement, metric, ours[key], op, threshold, scale, reason=reason,
                          seeds=seeds, baseline=(UNTRAINED, base[key]), note=extension.lstrip("; "))
 
-        claims.append(claim("best_rebound", f"at the learning rate with the best validation loss ({lr_best:g}) some layer drops by {DROP} nats "
-                            f"and rebounds by {REBOUND} ({ds})", "largest rebound among layers that drop", ">=", REBOUND, DROP_REASON))
+        claims.append(claim("best_rebound", f"at the learning rate with the best validation loss ({lr_best:g}) some layer drops "
+                            f"by {DROP} nats and rebounds by {REBOUND} ({ds})", "largest rebound among layers that drop", ">=",
+                            REBOUND, DROP_REASON))
         if "lr_big" in ours:
-            claims.append(claim("large_lr_sparse", f"the largest stable learning rate ({ours['lr_big']:g}) ends sparser: below 0.5 nats in "
-                                f"some layer ({ds})", "min over layers of the final entropy", "<", 0.5,
+            claims.append(claim("large_lr_sparse", f"the largest stable learning rate ({ours['lr_big']:g}) ends sparser: "
+                                f"below 0.5 nats in some layer ({ds})", "min over layers of the final entropy", "<", 0.5,
                                 "the reference's reading of the paper's Fig. 8 (near one-hot attention in some layer)"))
         small = ours["small"]
-        claims.append(claim("small_no_rebound", f"the smallest learning rates ({', '.join(f'{x:g}' for x in small)}) show no rebound within "
-                            f"the budget ({ds})", "max rebound H(end) - min over their layers", "<", REBOUND, DROP_REASON))
+        claims.append(claim("small_no_rebound", f"the smallest learning rates ({', '.join(f'{x:g}' for x in small)}) show no "
+                            f"rebound within the budget ({ds})", "max rebound H(end) - min over their layers", "<", REBOUND,
+                            DROP_REASON))
     return claims

@@ -91,7 +91,8 @@ def run_length(run: LMRun, per_epoch: int) -> int:
     return max(1, round(run.epochs * per_epoch))
 
 
-def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab: int, work_dir: str | os.PathLike, device: str = "cpu", tag: str = "") -> dict[str, pd.DataFrame]:
+def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab: int, work_dir: str | os.PathLike,
+             device: str = "cpu", tag: str = "") -> dict[str, pd.DataFrame]:
     """Train one LM (resumable: :func:`featlearn.training.resumable_training`); returns its log and
     attention-map tables and the trained model."""
     dev = torch.device(device)
@@ -121,8 +122,10 @@ def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
             for layer, a in enumerate(probe):
                 T = a.shape[0]
                 ii, jj = torch.meshgrid(torch.arange(T), torch.arange(T), indexing="ij")
-                map_rows.append(pd.DataFrame({"step": step, "layer": layer, "i": ii.reshape(-1).numpy(), "j": jj.reshape(-1).numpy(), "a": a.reshape(-1).numpy()}))
-        say(f"iteration {step}/{total} (epoch {step / per_epoch:.2f}) val loss {val_loss:.3f} entropy {[round(e, 3) for e in ents.tolist()]}")
+                map_rows.append(pd.DataFrame({"step": step, "layer": layer, "i": ii.reshape(-1).numpy(),
+                                              "j": jj.reshape(-1).numpy(), "a": a.reshape(-1).numpy()}))
+        say(f"iteration {step}/{total} (epoch {step / per_epoch:.2f}) val loss {val_loss:.3f} "
+            f"entropy {[round(e, 3) for e in ents.tolist()]}")
 
     def step(i: int) -> float:
         if run.reset_optimizer_each_epoch and i > 1 and (i - 1) % per_epoch == 0:
@@ -146,10 +149,13 @@ def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
         save_log=lambda: {"log_rows": log_rows, "map_rows": [m.to_dict("list") for m in map_rows]},
         load_log=load_log, log=say,
     )
-    return {"log": pd.DataFrame(log_rows), "maps": pd.concat(map_rows, ignore_index=True) if map_rows else pd.DataFrame(), "model": model}
+    return {"log": pd.DataFrame(log_rows), "maps": pd.concat(map_rows, ignore_index=True) if map_rows else pd.DataFrame(),
+            "model": model}
 
 
-def train_from_files(settings: dict, train_pt: str, valid_pt: str, vocab_json: str, work_dir: str, device: str, tag: str = "") -> dict:
+def train_from_files(
+    settings: dict, train_pt: str, valid_pt: str, vocab_json: str, work_dir: str, device: str, tag: str = ""
+) -> dict:
     """Train on a prepared LM dataset (token tensors and vocabulary written by ``data-prepare``)."""
     import json
 

@@ -55,7 +55,8 @@ def register(sub) -> None:
     def run(args) -> None:
         torch.set_num_threads(args.threads)
         dtype = torch.float64 if args.dtype == "float64" else torch.float32
-        rows = [benchmark(n, args.runs, args.iterations, args.sequential_runs, resolve_device(args.device), dtype) for n in args.num_last]
+        rows = [benchmark(n, args.runs, args.iterations, args.sequential_runs, resolve_device(args.device), dtype)
+                for n in args.num_last]
         text = json.dumps(rows, indent=2)
         print(text)
         if args.out:

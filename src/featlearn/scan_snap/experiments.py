@@ -61,7 +61,8 @@ def syn_small(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
         spec = SequenceClasses(num_last, per_last, cfg["seq_len"])
         grid = list(itertools.product(cfg["ratios"], range(1, cfg["seeds"] + 1)))
         runs = pd.DataFrame(
-            {"run": [f"{layout}_r{r:g}_s{s}" for r, s in grid], "layout": layout, "ratio": [r for r, _ in grid], "seed": [s for _, s in grid]}
+            {"run": [f"{layout}_r{r:g}_s{s}" for r, s in grid], "layout": layout, "ratio": [r for r, _ in grid],
+             "seed": [s for _, s in grid]}
         )
         hist = train(
             RunSet(
@@ -91,8 +92,8 @@ def adam(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     runs = pd.DataFrame({"run": [f"lr{lr:g}_s{s}" for lr, s in grid], "lr": [lr for lr, _ in grid], "seed": [s for _, s in grid]})
     lrs = [lr for lr, _ in grid]
     hist = train(
-        RunSet(spec, seeds=list(runs["seed"]), eta_z=lrs, eta_y=lrs, optimizer="adam", init="zero", batch=cfg["batch"], iterations=cfg["iterations"], log_every=cfg["log_every"],
-                device=ctx.device)
+        RunSet(spec, seeds=list(runs["seed"]), eta_z=lrs, eta_y=lrs, optimizer="adam", init="zero", batch=cfg["batch"],
+               iterations=cfg["iterations"], log_every=cfg["log_every"], device=ctx.device)
     )
     print(f"[scan_snap] adam: {len(grid)} runs in {hist.seconds:.1f}s", file=sys.stderr)
     write_csv(_step_table(hist, spec, runs), outputs["steps"])

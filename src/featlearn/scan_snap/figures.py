@@ -73,14 +73,16 @@ def draw_4(inputs: dict, cfg: dict):
     rows = [s for s in (0, 2, 4, 6, 8, 10) if s in set(comp["step"])] + [last]
 
     set_style()
-    fig, axes = plt.subplots(len(LAYOUTS), len(ratios), figsize=(4.2 * len(ratios), 3.2 * len(LAYOUTS)), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(len(LAYOUTS), len(ratios), figsize=(4.2 * len(ratios), 3.2 * len(LAYOUTS)), squeeze=False,
+                             layout="constrained")
     mats = {(layout, ratio): _heatmap_rows(comp, f"{layout}_r{ratio:g}_s1", rows) for layout in LAYOUTS for ratio in ratios}
     vmax = max(m.max() for m in mats.values())
     for i, layout in enumerate(LAYOUTS):
         for j, ratio in enumerate(ratios):
             mat = mats[(layout, ratio)]
             ax = axes[i, j]
-            sns.heatmap(mat, ax=ax, cmap="viridis", vmin=0, vmax=vmax, cbar=j == len(ratios) - 1, yticklabels=rows, xticklabels=range(mat.shape[1]))
+            sns.heatmap(mat, ax=ax, cmap="viridis", vmin=0, vmax=vmax, cbar=j == len(ratios) - 1, yticklabels=rows,
+                        xticklabels=range(mat.shape[1]))
             ax.axvline(N_COMMON, color="white", lw=1.5)
             ax.set_title(f"{layout} query, $\\eta_Y/\\eta_Z$ = {ratio:g}")
             ax.set_xlabel("token id (0-9 common, 10-19 distinct)" if i == len(LAYOUTS) - 1 else "")
@@ -186,13 +188,16 @@ def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
         claim("1b", f"loss below 1e-3 at iteration {last} (ratio {r_lo:g})", f"final loss, {SEED_MEAN}", "<", 1e-3,
               "training converges on the separable Syn-Small data (this project's setup)", kind="sanity", mean=True),
         claim("2", f"larger eta_Y/eta_Z (ratio {r_hi:g}) reaches loss < 1e-2 no later than ratio {r_lo:g}",
-              "first iteration (ratio hi) - first iteration (ratio lo)", "<=", 0.0, "an ordering (Sec. 6: larger eta_Y learns the decoder faster)"),
+              "first iteration (ratio hi) - first iteration (ratio lo)", "<=", 0.0,
+              "an ordering (Sec. 6: larger eta_Y learns the decoder faster)"),
         claim("3a", "every common-token attention logit Z[psi(n), l] ends below 0 (common tokens are suppressed)",
-              "max final z over common tokens, all runs and classes", "<", 0.0, "a sign stated by Thm. 2 (common tokens' logits decrease)"),
-        claim("3b", f"common-token mass falls from its initial 0.645 to below 0.5 (ratio {r_lo:g})", f"final common mass, {SEED_MEAN}",
-              "<", 0.5, "the paper's Fig. 4 shows common tokens losing most of their mass; 0.5 is a reading of the figure", mean=True),
-        claim("4a", "final attention over distinct tokens is strictly increasing in P(l|n)", "min Spearman(final c, P) over runs and classes",
-              ">=", 0.999, "a strict order (Spearman 1 up to float rounding)"),
+              "max final z over common tokens, all runs and classes", "<", 0.0,
+              "a sign stated by Thm. 2 (common tokens' logits decrease)"),
+        claim("3b", f"common-token mass falls from its initial 0.645 to below 0.5 (ratio {r_lo:g})",
+              f"final common mass, {SEED_MEAN}", "<", 0.5,
+              "the paper's Fig. 4 shows common tokens losing most of their mass; 0.5 is a reading of the figure", mean=True),
+        claim("4a", "final attention over distinct tokens is strictly increasing in P(l|n)",
+              "min Spearman(final c, P) over runs and classes", ">=", 0.999, "a strict order (Spearman 1 up to float rounding)"),
         claim("4b", "the gain c(T)/c(0) is increasing in P(l|n) (frequent distinct tokens gain more attention)",
               "min Spearman(gain, P)", ">=", 0.999, "a strict order (Spearman 1 up to float rounding)"),
         claim("4c", "the least frequent distinct token loses attention mass", "max gain of the lowest-P distinct token", "<", 1.0,
@@ -200,16 +205,20 @@ def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
         claim("5a", "no winner-takes-all: distinct entropy ends above 1.0 nats", f"final distinct entropy, {SEED_MEAN}", ">", 1.0,
               "the reference's bound for 'several tokens keep attention' (ln 10 = 2.30 is uniform, 0 one-hot)", mean=True),
         claim("5b", "attention becomes sparser than at initialisation: distinct entropy ends below 2.05 nats (2.151 at init)",
-              f"final distinct entropy, {SEED_MEAN}", "<", 2.05, "0.1 nats below the initial 2.151, beyond float noise", mean=True),
+              f"final distinct entropy, {SEED_MEAN}", "<", 2.05, "0.1 nats below the initial 2.151, beyond float noise",
+              mean=True),
         claim("5c", "no winner-takes-all: the largest distinct share stays below 0.6", "max final top share", "<", 0.6,
               "the reference's bound; one token holding more than 0.6 would be near winner-takes-all"),
         claim("6a", f"larger eta_Y/eta_Z (ratio {r_hi:g}) ends less sparse than ratio {r_lo:g} (entropy higher by > 0.05)",
-              "final entropy difference (hi - lo)", ">", 0.05, "the paper's Sec. 6 insight; 0.05 nats keeps it above seed noise (see spread)"),
-        claim("6b", f"ratio {r_hi:g} ends with more common-token mass than ratio {r_lo:g}", "final common mass difference (hi - lo)", ">", 0.0,
-              SIGN_REASON),
+              "final entropy difference (hi - lo)", ">", 0.05,
+              "the paper's Sec. 6 insight; 0.05 nats keeps it above seed noise (see spread)"),
+        claim("6b", f"ratio {r_hi:g} ends with more common-token mass than ratio {r_lo:g}",
+              "final common mass difference (hi - lo)", ">", 0.0, SIGN_REASON),
         claim("7", f"snapping: entropy changes little between iterations {half} and {last}",
-              f"|H({last}) - H({half})| / |H({half}) - H(0)|", "<", 0.1, "the reference: late change below a tenth of the early change"),
-        claim("8a", f"Thm. 3: the relative gain r(t)/r(0) and the growth factor chi(t) agree in sign where attention moved (ratio {r_lo:g})",
+              f"|H({last}) - H({half})| / |H({half}) - H(0)|", "<", 0.1,
+              "the reference: late change below a tenth of the early change"),
+        claim("8a", "Thm. 3: the relative gain r(t)/r(0) and the growth factor chi(t) agree in sign where attention moved "
+              f"(ratio {r_lo:g})",
               "fraction of moved (token, iteration) pairs with sign(r/r0 - 1) = sign(chi - 1)", ">=", 0.95,
               "Thm. 3 is an identity for the idealised dynamics; 5% allowance for the finite-batch SGD used here"),
         claim("8b", f"Thm. 3 holds more closely at ratio {r_hi:g} than at ratio {r_lo:g} (the theorem assumes a fast decoder)",
@@ -335,7 +344,8 @@ def claims_6(inputs: dict, cfg: dict) -> list[Claim]:
         claim("9b", f"entropy decreases monotonically in eta_Z in at least {need} of {n_cells} cells",
               "cells with a monotone decrease (seed means)", ">=", float(need),
               "the paper's Fig. 6: 14 of its 16 cells, scaled to this grid", paper_value="14 of 16 cells"),
-        claim("10", f"larger eta_Y/eta_Z gives denser attention: entropy at ratio {ratios[-1]:g} above ratio {r_lo:g} in every cell",
+        claim("10", f"larger eta_Y/eta_Z gives denser attention: entropy at ratio {ratios[-1]:g} above ratio {r_lo:g} in every "
+              "cell",
               "fraction of (queries, eta_Z) cells (seed means)", "==", 1.0, "the paper's Fig. 6 shows it in every cell"),
         claim("11a", "all final entropies (seed means) are at least 1.4 nats", "min seed-mean entropy", ">=", 1.4,
               "the lowest entropy the paper's Fig. 6 shows (about 1.4 nats)", paper_value="about 1.4"),
@@ -424,9 +434,11 @@ def claims_3(inputs: dict, cfg: dict) -> list[Claim]:
         _claim("th_t0", "Fig. 3", "the transition t0 ~ K ln M / eta_Y: t_peak eta_Y / K is within a factor 2 of ln M",
                "max |ln(t_peak eta_Y / (K ln M))| over eta_Y", peak_dev, "<=", math.log(2), scale, kind="paper-theory",
                reason="Thm. 4 gives t0 to leading order only; a factor 2 allows for the constants it drops"),
-        _claim("th_late_B", "Fig. 3", "smaller eta_Y gives a larger late B_n (sparser attention)", "number of increases of final B along eta_Y",
-               float(np.sum(np.diff(late_B) >= 0)), "==", 0.0, scale, kind="paper-theory", reason="a strict order the paper states"),
-        _claim("th_lnln", "Fig. 3", f"snapping phase: B_n grows like 1/2 ln ln(M eta_Y t / K) (last decade of the horizon, t up to {t_max:.0e})",
+        _claim("th_late_B", "Fig. 3", "smaller eta_Y gives a larger late B_n (sparser attention)",
+               "number of increases of final B along eta_Y", float(np.sum(np.diff(late_B) >= 0)), "==", 0.0, scale,
+               kind="paper-theory", reason="a strict order the paper states"),
+        _claim("th_lnln", "Fig. 3", "snapping phase: B_n grows like 1/2 ln ln(M eta_Y t / K) (last decade of the horizon, "
+               f"t up to {t_max:.0e})",
                "mean slope of B against ln ln(M eta_Y t / K) over eta_Y", float(np.mean(slopes)), "", 0.5, scale, within=0.1,
                kind="paper-theory", reason="Thm. 4's coefficient 1/2; 0.1 allows for the finite horizon", paper_value="0.5"),
     ]
@@ -484,7 +496,8 @@ def _fig7_maps(inputs: dict, cfg: dict) -> dict[str, dict[int, np.ndarray]]:
     for v, path in zip(cfg["variants"], inputs["maps"]):
         df = pd.read_csv(path)
         df = df[df["layer"] == 0]
-        out[v] = {step: df[df["step"] == step].pivot_table(index="i", columns="j", values="a").to_numpy() for step in cfg["map_steps"]}
+        out[v] = {step: df[df["step"] == step].pivot_table(index="i", columns="j", values="a").to_numpy()
+                  for step in cfg["map_steps"]}
     return out
 
 
@@ -493,7 +506,8 @@ def draw_7(inputs: dict, cfg: dict):
     variants, map_steps = cfg["variants"], cfg["map_steps"]
     maps = _fig7_maps(inputs, cfg)
     set_style()
-    fig, axes = plt.subplots(len(variants), len(map_steps), figsize=(2.6 * len(map_steps), 2.6 * len(variants)), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(len(variants), len(map_steps), figsize=(2.6 * len(map_steps), 2.6 * len(variants)), squeeze=False,
+                             layout="constrained")
     for r, v in enumerate(variants):
         for c, step in enumerate(map_steps):
             ax = axes[r, c]
@@ -501,7 +515,8 @@ def draw_7(inputs: dict, cfg: dict):
             ax.set_title(f"{v}, iteration {step}", fontsize=9)
             ax.set_xticks([])
             ax.set_yticks([])
-    fig.suptitle(f"Fig. 7: WikiText layer-0 attention (35 x 35, query rows) of a fixed validation sequence (scale: {cfg['scale']})")
+    fig.suptitle("Fig. 7: WikiText layer-0 attention (35 x 35, query rows) of a fixed validation sequence "
+                 f"(scale: {cfg['scale']})")
     return fig
 
 
@@ -518,9 +533,11 @@ def claims_7(inputs: dict, cfg: dict) -> list[Claim]:
     claims = []
     for v, mats in _fig7_maps(inputs, cfg).items():
         untrained = {step: mats[map_steps[0]] for step in map_steps}
-        claims.append(_claim(f"wiki_freeze_{v}", "Fig. 7", f"{v}: layer-0 attention freezes: the change between the last two checkpoints "
-                             f"({map_steps[-2]}, {map_steps[-1]}) is below a quarter of the change between {map_steps[0]} and {map_steps[1]}",
-                             "mean |A(last) - A(previous)| / mean |A(1) - A(0)|", freeze_ratio(mats, map_steps), "<", 0.25, cfg["scale"],
+        claims.append(_claim(f"wiki_freeze_{v}", "Fig. 7", f"{v}: layer-0 attention freezes: the change between the last two "
+                             f"checkpoints ({map_steps[-2]}, {map_steps[-1]}) is below a quarter of the change between "
+                             f"{map_steps[0]} and {map_steps[1]}",
+                             "mean |A(last) - A(previous)| / mean |A(1) - A(0)|", freeze_ratio(mats, map_steps), "<", 0.25,
+                             cfg["scale"],
                              reason="the reference's reading of Fig. 7: late change below a quarter of the early change",
                              baseline=(UNTRAINED, freeze_ratio(untrained, map_steps))))
     return claims
@@ -569,7 +586,8 @@ def draw_10(inputs: dict, cfg: dict):
         part = df[df["dataset"] == dataset]
         ax.plot(part["lr"], part["entropy"], marker="o")
         for _, r in part.iterrows():
-            ax.annotate(f"val {r['val_loss']:.2f}", (r["lr"], r["entropy"]), fontsize=7, textcoords="offset points", xytext=(3, 3))
+            ax.annotate(f"val {r['val_loss']:.2f}", (r["lr"], r["entropy"]), fontsize=7, textcoords="offset points",
+                        xytext=(3, 3))
         ax.set_xlabel("learning rate (SGD, same for all weights)")
         ax.set_ylabel("mean validation attention entropy (nats)")
         ax.set_title(f"{dataset}, iteration {int(part['step'].max())}", fontsize=9)

@@ -21,7 +21,9 @@ import torch
 import torch.nn.functional as F
 
 
-def init_params(R: int, M: int, how: str, generators: list[torch.Generator], dtype=torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
+def init_params(
+    R: int, M: int, how: str, generators: list[torch.Generator], dtype=torch.float64
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Y, Z of shape [R, M, M]: ``zero`` (Sec. 3, Fig. 4) or ``default`` (PyTorch nn.Linear default,
     U(-1/sqrt(M), 1/sqrt(M)), as the authors' Syn-Medium sweep used)."""
     if how == "zero":
@@ -42,7 +44,9 @@ def attention_features(Z: torch.Tensor, queries: torch.Tensor, counts: torch.Ten
     return v / v.norm(dim=-1, keepdim=True)
 
 
-def run_losses(Y: torch.Tensor, Z: torch.Tensor, queries: torch.Tensor, counts: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def run_losses(
+    Y: torch.Tensor, Z: torch.Tensor, queries: torch.Tensor, counts: torch.Tensor, labels: torch.Tensor
+) -> torch.Tensor:
     """Mean cross-entropy of each run, shape [R]."""
     f = attention_features(Z, queries, counts)
     logits = torch.einsum("rbl,rlm->rbm", f, Y)

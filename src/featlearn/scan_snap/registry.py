@@ -73,13 +73,15 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
             resources=Resources(mem_mb=mem_mb, runtime=runtime, gpu=gpu),
         )
 
-    syn_small = synthetic("syn_small", "syn_small", {"steps": "syn_small_steps.csv", "composition": "syn_small_composition.csv"}, "syn_small")
+    syn_small = synthetic("syn_small", "syn_small", {"steps": "syn_small_steps.csv", "composition": "syn_small_composition.csv"},
+                          "syn_small")
     adam = synthetic("adam", "adam", {"steps": "adam_steps.csv", "composition": "adam_composition.csv"}, "adam")
     # The 640-run sweep: one process, one vectorised training per query count.
     syn_medium = synthetic("syn_medium", "syn_medium", {"final": "syn_medium_final.csv", "recall": "syn_medium_recall.csv"},
                            "syn_medium", gpu=True, mem_mb=4000, runtime=60)
     generator = synthetic("generator", "generator_check", {"freq": "generator_freq.csv"}, "generator", runtime=10, threads=1)
-    theory = synthetic("theory", "theory_tables", {"snapping": "theory_snapping.csv", "decoder": "theory_decoder.csv", "t0": "theory_t0.csv"},
+    theory = synthetic("theory", "theory_tables",
+                       {"snapping": "theory_snapping.csv", "decoder": "theory_decoder.csv", "t0": "theory_t0.csv"},
                        "theory", runtime=10, threads=1)
     jobs = [generator, syn_small, adam, syn_medium, theory]
 

@@ -107,7 +107,8 @@ def train(runs: RunSet, progress: bool = False) -> History:
                     denom = (st["v"].sqrt() / (1 - 0.999**t) ** 0.5).add_(1e-8)
                     p.sub_(lr[name] / (1 - 0.9**t) * st["m"] / denom)
         if progress and step % 20 == 0:
-            print(f"[scan_snap] K={spec.K} R={R} step {step}/{runs.iterations} mean loss {losses.mean():.4f}", file=sys.stderr, flush=True)
+            print(f"[scan_snap] K={spec.K} R={R} step {step}/{runs.iterations} mean loss {losses.mean():.4f}", file=sys.stderr,
+                  flush=True)
     if dev.type == "cuda":
         torch.cuda.synchronize()
     hist.seconds = time.perf_counter() - start

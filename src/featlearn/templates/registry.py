@@ -17,40 +17,24 @@ from dataclasses import dataclass
 from featlearn.data.registry import DATASETS
 from featlearn.registry import TABLE, Drawing, Figure, Job, PaperRegistry, Paths, Resources
 from featlearn.sizing import gpu_rate, lm_tokens, runtime_minutes
+from featlearn.templates.sweeps.grids import GRIDS as GRID_RECORDS
+from featlearn.templates.sweeps.grids import SWEEP_FIGURES
 
 PAPER = "templates"
 
-# ---- the sweep grids: the one copy of the figure -> grid map and of the figures with claims.
-# grid -> the quantity it sweeps besides n and lr (read from the grid's own config list), or None
-GRID_AXIS = {
-    "2c": None, "3c": None, "5": "d_emb", "8": None, "9": "depth", "10": "depth", "11": "heads", "12": "heads",
-    "13": "d_emb", "14": "batch", "15": "attn_mult", "16": "batch", "17": "k", "18": "length",
-    "19": "n_wildcards", "20": "n_regular", "21": "r", "22": None, "25": None,
-}
-GRIDS = tuple(GRID_AXIS)
+# ---- the sweep figures and their grids: one record each, in sweeps/grids.py (stdlib only)
+GRIDS = tuple(GRID_RECORDS)
 # figure -> the grid (training job) its runs come from, in figure order; Fig. 23 is drawn from grid 17's runs
-FIGURE_GRID = {
-    **{g: g for g in ("2c", "3c", "5", *map(str, range(8, 23)))},
-    "23": "17",
-    "25": "25",
-}
+FIGURE_GRID = {fig: rec.grid for fig, rec in SWEEP_FIGURES.items()}
 FIGURES = tuple(FIGURE_GRID)
-# sweep figures with claims (claims 3-10): each has ``claims_<id>`` in sweeps/figures.py
-CLAIMED = ("2c", "3c", "5", "8", "17", "22", "23", "25")
 # The claims each figure checks (the claims functions write exactly these; <dataset> and <task> are filled in
-# by the run). "checks" is the templates_checks job (claims 1-2, sanity), "6" Fig. 6 (a figure and a table),
-# "kernels" the kernel figure. Claim 7 is checked for k = 2 only (sweeps/figures.claims_23 says
-# why not for k = 4); the kernel identities of claim 11 (11a-c) are unit tests, not claims.
+# by the run): the sweep figures' in their records (claims 3-10), and "checks" the templates_checks job
+# (claims 1-2, sanity), "6" Fig. 6 (a figure and a table), "kernels" the kernel figure. Claim 7 is checked for
+# k = 2 only (sweeps/figures.claims_23 says why not for k = 4); the kernel identities of claim 11 (11a-c) are
+# unit tests, not claims.
 CLAIM_IDS = {
     "checks": ("1-match", "1-alphabets", "1-heldout", "1-trivial", "2-identity", "2-parameters"),
-    "2c": ("3-nstar-ratio", "3-vanilla-small-n"),
-    "3c": ("4-kqvo-nstar", "4-vanilla"),
-    "5": ("5-inverse-scaling", "5-vo"),
-    "22": ("6-fcnet-test", "6-fcnet-train", "6-kq-nstar", "6-vanilla-nstar", "6-recurrent"),
-    "23": ("7-k2",),
-    "25": ("8-mlp", "8-mlp-xxt"),
-    "17": ("9-easy", "9-maj4", "9-maj68"),
-    "8": ("10-large-lr", "10-best-lr"),
+    **{fig: rec.claim_ids for fig, rec in SWEEP_FIGURES.items() if rec.claim_ids},
     "kernels": ("11d_trans_*", "11e_krr_*"),
     "6": ("12_*",),
     "calibration": ("calib-vo_mult", "calib-kq_mult"),
@@ -64,7 +48,7 @@ LM_CODE = ("templates/gpt2/experiments.py", "templates/gpt2/checkpoints.py", "tr
 T5_CODE = (*LM_CODE, "templates/tasks.py")
 GPT2_PLOT = ("templates/gpt2/figures.py", "plotting.py", "claims.py")
 SWEEPS = "featlearn.templates.sweeps.experiments"
-SWEEP_FIGURES = "featlearn.templates.sweeps.figures"
+SWEEP_PLOTS = "featlearn.templates.sweeps.figures"
 GPT2 = "featlearn.templates.gpt2.experiments"
 GPT2_FIGURES = "featlearn.templates.gpt2.figures"
 WIKI_VARIANTS = ("vanilla", "identity")
@@ -159,20 +143,19 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
         wildcards={"grid": "|".join(sorted(set(FIGURE_GRID.values())))},
     )
     figures = []
-    for fig, grid in FIGURE_GRID.items():
-        settings = {"figure": fig}
-        if fig == "8":  # claim 10 reads the grid's learning rates and n
-            settings.update(lrs=sweeps["fig8"]["lrs"], n=sweeps["fig8"]["n"])
+    for fig, rec in SWEEP_FIGURES.items():
+        # the figure's id, and what its claims read from its grid's config (claim 10: Fig. 8's lrs and n)
+        settings = {"figure": fig, **{k: sweeps[f"fig{rec.grid}"][k] for k in rec.claim_settings}}
         figures.append(
             Figure(
                 paper=PAPER,
                 id=fig,
-                inputs={"runs": runs(grid)},
+                inputs={"runs": runs(rec.grid)},
                 code=SWEEP_PLOT,
-                draw=f"{SWEEP_FIGURES}:draw",
-                claims=f"{SWEEP_FIGURES}:claims_{fig}" if fig in CLAIMED else None,
+                draw=f"{SWEEP_PLOTS}:draw",
+                claims=f"{SWEEP_PLOTS}:claims_{fig}" if rec.claim_ids else None,
                 settings=settings,
-                claim_ids=CLAIM_IDS[fig] if fig in CLAIMED else (),
+                claim_ids=rec.claim_ids,
             )
         )
 
@@ -196,8 +179,8 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
             name="calibration",
             inputs=dict(calib.outputs),
             code=SWEEP_PLOT,
-            draw=f"{SWEEP_FIGURES}:draw_calibration",
-            claims=f"{SWEEP_FIGURES}:claims_calibration",
+            draw=f"{SWEEP_PLOTS}:draw_calibration",
+            claims=f"{SWEEP_PLOTS}:claims_calibration",
             settings={"configured": {k: sweeps["transformer"][k] for k in ("kq_mult", "vo_mult")}},
             claim_ids=CLAIM_IDS["calibration"],
         )

@@ -48,9 +48,9 @@ from featlearn.templates.models import build_model
 from featlearn.templates.tasks import TaskData, TemplateTask, make_datasets, make_task
 from featlearn.templates.sweeps.selection import n_star, select_lr  # noqa: F401 (re-exported)
 from featlearn.seeding import derived_seed
+from featlearn.templates.sweeps.grids import PER_RUN  # the template seed of a random task drawn from each run's seed
 
 VARIANTS = {"vanilla": (False, False), "kq": (True, False), "vo": (False, True), "kq_vo": (True, True)}
-PER_RUN = "per_run"  # the template seed of a random task drawn from each run's seed
 BETAS = (0.9, 0.999)
 EPS = 1e-8
 

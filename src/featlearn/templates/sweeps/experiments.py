@@ -7,7 +7,7 @@ learning rates x seeds as one vectorised group. ``figure_curves`` builds them fr
 seeds, transformer sizes and the swept quantity); ``run_figure`` trains them and writes one row per run
 with its curve label, panel, swept quantity (``axis``) and its ``value``.
 
-Curves [P]; the paper's figure is named first:
+Each figure's curves are its record in sweeps/grids.py [P]; the paper's figure is named first:
 - 2c: T1 (program regression), transformer vanilla vs +KQ, lr per curve chosen by validation loss.
 - 3c: T2 (program next-token), vanilla vs +KQ,VO (the paper: 4 layers, d_emb 512; ``transformer`` key).
 - 5: T3 (copy), one curve per d_emb, panels (a) vanilla, (b) +VO.
@@ -34,78 +34,10 @@ import math
 import torch
 
 from featlearn.templates.models import build_model, count_parameters
-from featlearn.templates.registry import FIGURE_GRID, FIGURES, GRID_AXIS, GRIDS  # noqa: F401 (the one copy)
 from featlearn.io import write_csv
-from featlearn.templates.sweeps.engine import PER_RUN, sweep_frames
+from featlearn.templates.sweeps.engine import sweep_frames
+from featlearn.templates.sweeps.grids import GRIDS, sweep_figure
 from featlearn.templates.tasks import TASKS, check_data, make_datasets, make_task
-
-T5 = {"name": "aba_abb"}
-ALL4 = {"vanilla": "Transformer", "kq": "Transformer +KQ", "vo": "Transformer +VO", "kq_vo": "Transformer +KQ,VO"}
-# random-template settings per grid [P App. B / D], the swept key filled in per curve
-RANDOM_BASE = {
-    "18": dict(n_wildcards=2, n_regular=0, r=2),
-    "19": dict(length=5, n_regular=0, r=2),
-    "20": dict(length=5, n_wildcards=2, r=2),
-    "21": dict(length=5, n_wildcards=3, n_regular=0),
-}
-AXIS_LABEL = {
-    "d_emb": "d_emb", "depth": "depth", "heads": "heads", "batch": "batch", "attn_mult": "attention init x",
-    "k": "k", "length": "L", "n_wildcards": "|W|", "n_regular": "|X|", "r": "r",
-}
-
-
-def _grid_entries(grid: str, values: list) -> list[dict]:
-    """The curves of ``grid`` before sizes and schedules: task, arch, {variant: label}, panel, value,
-    and the settings that differ from the shared ones (model sizes, batch, trainable)."""
-    one = lambda labels, task=T5, arch="transformer", panel="", value=math.nan, **extra: dict(  # noqa: E731
-        task=task, arch=arch, labels=labels, panel=panel, value=value, **extra
-    )
-    axis = GRID_AXIS[grid]
-    if grid == "2c":
-        return [one({"vanilla": "Transformer", "kq": "Transformer +KQ"}, task={"name": "program"})]
-    if grid == "3c":
-        return [one({"vanilla": "Transformer", "kq_vo": "Transformer +KQ,VO"}, task={"name": "program_next_token"})]
-    if grid == "5":
-        return [
-            one({variant: f"d_emb {d}"}, task={"name": "copy"}, panel=panel, value=d, model={"d_emb": d})
-            for variant, panel in (("vanilla", "(a) Transformer"), ("vo", "(b) Transformer +VO"))
-            for d in values
-        ]
-    if grid == "8":
-        return [one({"vanilla": "Transformer"})]
-    if axis in ("depth", "heads", "d_emb", "attn_mult"):
-        extra = {"trainable": ["head."]} if grid == "15" else {}
-        label = f"{AXIS_LABEL[axis]} {{:g}}"
-        return [one({"vanilla": label.format(v)}, value=v, model={axis: v}, **extra) for v in values]
-    if axis == "batch":
-        return [one({"vanilla": f"batch {b}"}, value=b, batch=b) for b in values]
-    if grid == "17":
-        entries = [
-            one({"vanilla": "αβα vs αββ"}),
-            one({"vanilla": "αβαβ vs ααββ"}, task={"name": "abab_aabb"}),
-        ]
-        entries += [
-            one({"vanilla": f"majority k={k}", "kq_vo": f"majority k={k} +KQ,VO"}, task={"name": "majority", "k": k}, value=k)
-            for k in values
-        ]
-        return entries
-    if grid in RANDOM_BASE:
-        base = RANDOM_BASE[grid]
-        return [
-            one({"vanilla": f"{AXIS_LABEL[axis]} = {v}"}, task={"name": "random", **base, axis: v, "seed": PER_RUN}, value=v)
-            for v in values
-        ]
-    if grid == "22":
-        return [
-            one(ALL4),
-            one({"vanilla": "FCNet (depth 3)"}, arch="mlp"),
-            one({"vanilla": "RNN"}, arch="rnn"),
-            one({"vanilla": "LSTM"}, arch="lstm"),
-        ]
-    if grid == "25":
-        return [one({"vanilla": "MLP"}, arch="mlp"), one({"vanilla": "MLP + vec(XX^T)"}, arch="mlp_xxt")]
-    raise ValueError(f"unknown sweep grid {grid!r}")
-
 
 def figure_curves(fig: str, cfg: dict, device: str = "cpu") -> list[tuple[dict, dict]]:
     """(meta, expand_groups settings) of every curve of the grid behind figure ``fig``; meta holds the
@@ -113,11 +45,10 @@ def figure_curves(fig: str, cfg: dict, device: str = "cpu") -> list[tuple[dict, 
     ``templates.sweeps``: shared keys epochs, batch, seeds, transformer, mlp, rnn, max_group (required), and
     the grid's own ``fig<grid>`` keys n, lrs (required), epochs, seeds, transformer (optional overrides of
     the shared keys) and the swept quantity (e.g. ``depth: [1, 2, 4]``)."""
-    if fig not in FIGURE_GRID:
-        raise ValueError(f"unknown sweep figure {fig!r}; expected one of {FIGURES}")
-    grid = FIGURE_GRID[fig]
+    grid = sweep_figure(fig).grid
+    rec = GRIDS[grid]
     own = cfg[f"fig{grid}"]
-    axis = GRID_AXIS[grid]
+    axis = rec.axis
     if axis is not None and axis not in own:
         raise ValueError(f"templates.sweeps.fig{grid} needs the list {axis!r} (the quantity Fig. {grid} sweeps)")
     stray = set(own) - {"n", "lrs", "epochs", "seeds", "transformer", axis}
@@ -126,7 +57,7 @@ def figure_curves(fig: str, cfg: dict, device: str = "cpu") -> list[tuple[dict, 
     transformer = {**cfg["transformer"], **own.get("transformer", {})}
     sizes = {"transformer": transformer, "mlp": cfg["mlp"], "mlp_xxt": cfg["mlp"], "rnn": cfg["rnn"], "lstm": cfg["rnn"]}
     curves = []
-    for entry in _grid_entries(grid, list(own.get(axis, [])) if axis else []):
+    for entry in rec.curves(list(own.get(axis, [])) if axis else []):
         settings = {
             "task": entry["task"],
             "arch": entry["arch"],
@@ -149,8 +80,9 @@ def figure_curves(fig: str, cfg: dict, device: str = "cpu") -> list[tuple[dict, 
 
 def run_figure(fig: str, cfg: dict, out: str, device: str = "cpu") -> None:
     """Train every curve of the grid behind figure ``fig`` and write one row per run to ``out``."""
-    runs = _train_curves(figure_curves(fig, cfg, device), f"grid {FIGURE_GRID[fig]}")
-    runs["figure"] = FIGURE_GRID[fig]
+    grid = sweep_figure(fig).grid
+    runs = _train_curves(figure_curves(fig, cfg, device), f"grid {grid}")
+    runs["figure"] = grid
     write_csv(runs.drop(columns=["group_seconds"]), out)  # no wall time: the table is byte-identical across runs
 
 

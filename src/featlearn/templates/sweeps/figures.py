@@ -13,11 +13,11 @@ table and on the constant predictor's (``constant_predictor``: MSE 1 on the ±1 
 next-token tasks), its baseline; a claim the constant predictor passes too ("fails to learn" claims) is not
 discriminating. Most thresholds are the reference's readings of the paper's figures, whose text prints few
 numbers: the reasons say so ("[project]") and quote the paper's statement. The claim ids each figure may write
-are declared in ``registry.CLAIM_IDS``.
+are declared in its record (sweeps/grids.py).
 
 Registry functions: ``draw(inputs, cfg)`` draws the sweep figure ``cfg["figure"]`` from its grid's runs table
-(``inputs["runs"]``); ``claims_<id>(inputs, cfg)`` checks the claims of the figures that have them
-(``registry.CLAIMED``). ``check_claims`` (claims 1-2, sanity checks of the data and models) is called by the
+(``inputs["runs"]``), with the title, plot kind and options of the figure's record (sweeps/grids.py);
+``claims_<id>(inputs, cfg)`` checks the claims of the figures whose records declare claim ids. ``check_claims`` (claims 1-2, sanity checks of the data and models) is called by the
 ``templates_checks`` job.
 """
 
@@ -30,38 +30,13 @@ import pandas as pd
 
 from featlearn.claims import Claim, check, unchecked
 from featlearn.plotting import from_zero, set_style, text_colour
+from featlearn.templates.sweeps.grids import sweep_figure
 from featlearn.templates.sweeps.selection import n_star, select_lr
 
 PAPER = "templates"
 NAN = math.nan
 
-T5 = "αβα vs αββ (T5)"
-# figure -> (title, kind, options): kind "curves" (x = n) or "heatmap" (rows lr, columns ``col``);
-# ``variant``: keep only these variants' rows; ``panel_by``: the column that splits panels
-SPECS = {
-    "2c": ("Fig. 2c: program regression (T1)", "curves", {}),
-    "3c": ("Fig. 3c: program next-token (T2)", "curves", {}),
-    "5": ("Fig. 5: copy (T3) over the embedding dimension", "curves", {}),
-    "8": (f"Fig. 8: learning rate vs n, {T5}", "heatmap", {"col": "n"}),
-    "9": (f"Fig. 9: learning rate vs depth, {T5}", "heatmap", {"col": "value"}),
-    "10": (f"Fig. 10: learning rate vs depth, {T5}", "heatmap", {"col": "value"}),
-    "11": (f"Fig. 11: learning rate vs heads per layer, {T5}", "heatmap", {"col": "value"}),
-    "12": (f"Fig. 12: learning rate vs heads per layer, {T5}", "heatmap", {"col": "value"}),
-    "13": (f"Fig. 13: learning rate vs embedding dimension, {T5}", "heatmap", {"col": "value"}),
-    "14": (f"Fig. 14: learning rate vs batch size, {T5}", "heatmap", {"col": "value"}),
-    "15": (f"Fig. 15: only the readout trained, attention init scales, {T5}", "curves", {}),
-    "16": (f"Fig. 16: batch size vs n, {T5}", "curves", {}),
-    "17": ("Fig. 17: transformer on T5, T6 and majority of length k (T7)", "curves", {"variant": ["vanilla"]}),
-    "18": ("Fig. 18: two random templates, template length L (T8)", "curves", {}),
-    "19": ("Fig. 19: two random templates of length 5, wildcard alphabet |W| (T8)", "curves", {}),
-    "20": ("Fig. 20: two random templates of length 5, |W| = 2, regular tokens |X| (T8)", "curves", {}),
-    "21": ("Fig. 21: r random templates of length 5, |W| = 3 (T8)", "curves", {}),
-    "22": (f"Fig. 22: {T5}, transformers and baselines", "curves", {}),
-    "23": ("Fig. 23: majority of length k (T7), vanilla vs +KQ,VO", "curves", {"panel_by": "variant", "task": "majority"}),
-    "25": (f"Fig. 25: {T5}, MLP with and without vec(XXᵀ)", "curves", {}),
-}
 PANEL_NAMES = {"vanilla": "Transformer", "kq_vo": "Transformer +KQ,VO"}
-TITLES = {fig: spec[0] for fig, spec in SPECS.items()}
 
 
 def _with_panel(runs: pd.DataFrame) -> pd.DataFrame:
@@ -92,7 +67,7 @@ def curve_means(runs: pd.DataFrame) -> pd.DataFrame:
 
 def figure_rows(runs: pd.DataFrame, fig_id: str) -> pd.DataFrame:
     """The rows of figure ``fig_id`` in its grid's table (Figs. 17 and 23 share one), with its panels."""
-    opts = SPECS[fig_id][2]
+    opts = sweep_figure(fig_id).plot
     runs = _with_panel(runs)
     if "variant" in opts:
         runs = runs[runs["variant"].isin(opts["variant"])]
@@ -138,7 +113,7 @@ def plot_curves(runs: pd.DataFrame, fig_id: str, scale: str):
         ax_train.set_yscale("log")
         ax_train.set_xlabel("training samples n (log scale)")
         ax_train.set_ylabel("final train loss" if j == 0 else "")
-    fig.suptitle(f"{TITLES[fig_id]} [{scale} scale]{_multipliers(runs)}", fontsize=10)
+    fig.suptitle(f"{sweep_figure(fig_id).title} [{scale} scale]{_multipliers(runs)}", fontsize=10)
     return fig
 
 
@@ -168,7 +143,7 @@ def plot_heatmap(runs: pd.DataFrame, fig_id: str, scale: str):
     import matplotlib.pyplot as plt
 
     set_style()
-    col = SPECS[fig_id][2]["col"]
+    col = sweep_figure(fig_id).plot["col"]
     cells = cell_means(runs, col)
     ns = [None] if col == "n" else sorted(cells["n"].unique())
     axis = runs["axis"].iloc[0] if col == "value" and "axis" in runs else col
@@ -189,14 +164,14 @@ def plot_heatmap(runs: pd.DataFrame, fig_id: str, scale: str):
             ax.set_ylabel("learning rate")
             ax.set_title(name + ("" if n is None else f", n = {n}"), fontsize=9)
             fig.colorbar(im, ax=ax, shrink=0.8)
-    fig.suptitle(f"{TITLES[fig_id]} [{scale} scale]", fontsize=10)
+    fig.suptitle(f"{sweep_figure(fig_id).title} [{scale} scale]", fontsize=10)
     return fig
 
 
 def plot(runs: pd.DataFrame, fig_id: str, scale: str):
     """The matplotlib figure of sweep figure ``fig_id`` from its grid's runs."""
     rows = figure_rows(runs, fig_id)
-    return (plot_heatmap if SPECS[fig_id][1] == "heatmap" else plot_curves)(rows, fig_id, scale)
+    return (plot_heatmap if sweep_figure(fig_id).kind == "heatmap" else plot_curves)(rows, fig_id, scale)
 
 
 def read_runs(inputs: dict) -> pd.DataFrame:
