@@ -233,8 +233,8 @@ def test_estimate_command_on_the_smoke_config(repo, tmp_path, monkeypatch, share
     results, out, cache = tmp_path / "results", tmp_path / "estimate.md", tmp_path / "probes.json"
     files = [str(repo / "config" / "smoke.yaml"), _offline_overlay(tmp_path)]
     args = ["estimate", "--configfile", *files, "--out", str(out), "--cache", str(cache), "--probe-steps", "1",
-            "--probe-warmup", "0", "--max-probe-seconds", "0.2", "--device", "cpu", "--results", str(results), "--config-dir", str(repo / "config"),
-            "--resources-out", str(tmp_path / "resources.json")]
+            "--probe-warmup", "0", "--max-probe-seconds", "0.2", "--device", "cpu", "--results", str(results),
+            "--config-dir", str(repo / "config"), "--resources-out", str(tmp_path / "resources.json")]
     assert main(args) == 0
     md = out.read_text()
     nodes = E.build_dag(E.merged_config(files, repo / "config"), str(results))

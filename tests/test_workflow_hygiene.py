@@ -93,8 +93,9 @@ def test_a_dry_run_never_contacts_the_model_hub(tmp_path):
     thread.start()
     work = copy_workflow(tmp_path / "wf")
     (work / "hub.yaml").write_text(yaml.safe_dump({
-        "data": {"offline": False, "datasets": {n: {"enabled": False} for n in ("sst", "imdb", "ag_news", "wikitext2", "wikitext103",
-                                                                                "ptb", "tinyshakespeare", "gpt2")}},
+        "data": {"offline": False, "datasets": {n: {"enabled": False}
+                                                for n in ("sst", "imdb", "ag_news", "wikitext2", "wikitext103", "ptb",
+                                                          "tinyshakespeare", "gpt2")}},
         "joma": {"pretrained": {"enabled": "auto", "cache_dir": str(tmp_path / "empty_cache")}},
         "papers": {"features": False, "scan_snap": False, "templates": False, "joma": True},
     }))
@@ -168,8 +169,8 @@ def test_the_estimate_file_sets_a_gpu_jobs_gpu_memory(tmp_path):
     work = copy_workflow(tmp_path / "wf")
     shutil.copytree(REPO / "profiles" / "gpu", work / "profiles" / "gpu")
     config = scale_config("smoke", REPO / "config")
-    jobs = {j.name: j
-            for j in importlib.import_module("featlearn.scan_snap.registry").registry(config, Paths("results"), lambda n: True).jobs}
+    jobs = {j.name: j for j in importlib.import_module("featlearn.scan_snap.registry").registry(
+        config, Paths("results"), lambda n: True).jobs}
     job = jobs["scan_snap_syn_medium"]
     key = sizing.resource_key(job.name, job.settings_json(None))
     table = work / "results" / sizing.ESTIMATE_RESOURCES

@@ -130,8 +130,8 @@ def class_sizes(df: pd.DataFrame) -> dict[int, int]:
 def all_log_odds(counts: dict[str, np.ndarray]) -> pd.DataFrame:
     """Every unit's binary counts and log-odds: columns ``unit``, ``freq_0``, ``freq_1``, ``log_odds``."""
     recs = [{"unit": u, "freq_0": int(f[0]), "freq_1": int(f[1]), "log_odds": log_odds(f)} for u, f in counts.items()]
-    return pd.DataFrame.from_records(recs, columns=["unit", "freq_0", "freq_1", "log_odds"]).sort_values(
-        "unit", kind="mergesort").reset_index(drop=True)
+    return (pd.DataFrame.from_records(recs, columns=["unit", "freq_0", "freq_1", "log_odds"])
+            .sort_values("unit", kind="mergesort").reset_index(drop=True))
 
 
 # ------------------------------------------------------------------------------------- adjectives
