@@ -73,16 +73,19 @@ def test_scorecard_counts_per_paper(tmp_path):
         [
             check("joma", "j1", "Fig. 4", "drop", "nats", 0.5, ">=", 0.3, "smoke"),
             check("joma", "j2", "Fig. 4", "rebound", "nats", 0.1, ">=", 0.2, "smoke", note="too few steps"),
+            check("joma", "t1", "Thm. 1", "an invariant", "rel. drift", 1e-4, "<=", 1e-3, "smoke", kind="paper-theory"),
+            check("joma", "t2", "Thm. 2", "a limit", "rel. error", 0.5, "<=", 1e-3, "smoke", kind="paper-theory"),
         ],
     )
     write_claims(tmp_path / "scan.csv", [check("scan_snap", "s1", "Fig. 4", "a|b", "loss", 0.0, "<", 1e-3, "smoke")])
     claims = build_scorecard([tmp_path / "joma.csv", tmp_path / "scan.csv"], tmp_path / "sc.csv", tmp_path / "sc.md",
                              {"dataset x": "offline"})
-    assert len(claims) == 3
+    assert len(claims) == 5
     md = (tmp_path / "sc.md").read_text()
-    assert ("All papers: reproduced 2 of 3 discriminating paper claims (0 unchecked, 0 not discriminating); 3 of the 3 are "
-            "not yet audited (no threshold reason or baseline recorded).") in md
-    assert "| `joma` | 1 | 1 | 0 | 0 | 0/0 |" in md and "| `scan_snap` | 1 | 0 | 0 | 0 | 0/0 |" in md
+    # issue 37: the theory numerics stay out of the empirical count and get their own
+    assert ("All papers: reproduced 2 of 3 empirical paper claims (0 unchecked, 0 not discriminating); 3 of the 3 are "
+            "not yet audited (no threshold reason or baseline recorded); theory numerics: 1 of 2 hold.") in md
+    assert "| `joma` | 1 | 1 | 0 | 0 | 1/2 | 0/0 |" in md and "| `scan_snap` | 1 | 0 | 0 | 0 | 0/0 | 0/0 |" in md
     assert "**not reproduced**" in md and "a\\|b" in md
     assert "- `j2` (not reproduced): too few steps" in md
     assert "- dataset x: offline" in md
@@ -92,7 +95,7 @@ def test_scorecard_counts_per_paper(tmp_path):
 
 def test_render_markdown_without_claims():
     md = render_markdown([])
-    assert "reproduced 0 of 0 discriminating paper claims" in md and md.count("No claims checked in this run.") == 4
+    assert "reproduced 0 of 0 empirical paper claims" in md and md.count("No claims checked in this run.") == 4
 
 
 def test_verdicts_from_the_claim_and_its_baseline():
@@ -123,7 +126,7 @@ def test_unchecked_claims_say_why_and_stay_out_of_the_count(tmp_path):
     write_claims(tmp_path / "t.csv", [u, r])
     assert read_claims(tmp_path / "t.csv") == [u, r]
     md = render_markdown([u, r])
-    assert "reproduced 1 of 1 discriminating paper claims (1 unchecked, 0 not discriminating)" in md
+    assert "reproduced 1 of 1 empirical paper claims (1 unchecked, 0 not discriminating)" in md
     assert "1 ± 0.1 (5 seeds)" in md and "| 0.83 |" in md and "before the transition" in md
 
 

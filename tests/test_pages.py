@@ -143,7 +143,7 @@ def test_results_page_shows_figures_claims_differences_and_provenance(tmp_path):
     manifest, claims, record = _page_inputs(tmp_path)
     page = render_page(manifest, claims, record)
     assert "Scale `smoke`; commit `aaaaaaaaaa`" in page
-    assert "**Reproduced 1 of 1 discriminating paper claims" in page
+    assert "**Reproduced 1 of 1 empirical paper claims" in page
     assert "![Fig. 4](../figures/joma/fig4.png)" in page  # relative to results/joma/README.md
     assert "JoMA, Fig. 4: components $v_j$." in page
     assert "- compute and drawing: 1 job, 0.1 min wall, 0.0 CPU-min; claims `fig4_drop`, `fig4_loss`" in page

@@ -4,9 +4,11 @@ Each figure's claims function returns :class:`Claim` records made by :func:`chec
 a paper's ``claims.csv`` concatenates them and the scorecard gathers every paper. ``passed`` is computed
 from ``measured`` by the comparison the claim states, never typed in by hand, and so is the verdict:
 
-- ``kind``: ``paper`` (an empirical statement of the paper), ``paper-theory`` (a number the paper's theory
-  predicts, checked numerically) or ``sanity`` (a check of this project's own setup: a loss falls, a value
-  at initialisation; listed apart and never counted in a headline).
+- ``kind``: ``paper`` (an empirical statement of the paper: what a trained network does), ``paper-theory`` (a
+  number the paper's theory predicts, checked numerically: an ODE, a quadrature, kernel algebra; it holds
+  whatever the training budget, so it is counted on its own line, never in the headline's empirical count)
+  or ``sanity`` (a check of this project's own setup: a loss falls, a value at initialisation; listed apart
+  and never counted).
 - ``baseline``: a trivial model run on the same data (the untrained network, a unigram model, a constant
   predictor), measured the same way and put through the same comparison. A claim its baseline passes too
   does not discriminate: it could not have told a trained network from an untrained one.
@@ -89,8 +91,14 @@ class Claim:
 
     @property
     def counts(self) -> bool:
-        """Whether the claim counts in a headline: a paper claim that discriminates (see module docstring)."""
-        return self.verdict in (REPRODUCED, NOT_REPRODUCED)
+        """Whether the claim counts in the headline: an empirical paper claim that discriminates (see module
+        docstring)."""
+        return self.kind == "paper" and self.verdict in (REPRODUCED, NOT_REPRODUCED)
+
+    @property
+    def is_theory(self) -> bool:
+        """A numerical check of the paper's theory that was measured (counted on the headline's theory line)."""
+        return self.kind == "paper-theory" and self.verdict != UNCHECKED
 
     # identity that survives a CSV round trip (NaN != NaN would make equal claims compare unequal)
     def _key(self):
