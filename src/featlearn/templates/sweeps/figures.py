@@ -336,8 +336,9 @@ def claims_22(inputs: dict, cfg: dict) -> list[Claim]:
         claim("6-fcnet-test", "the depth-3 FCNet does not generalise to unseen symbols: test MSE >= 0.9 at every n",
               "smallest seed-mean FCNet test MSE over n", ">=", 0.9,
               reason=mlp_fails + f"read as MSE >= 0.9 at every n ({TRIVIAL})"),
+        # a check of the setup (the FCNet can fit what it sees), not a statement the paper makes: sanity
         claim("6-fcnet-train", "while the FCNet fits its training set: final train loss <= 0.05 at every n",
-              "largest seed-mean FCNet final train loss over n", "<=", 0.05,
+              "largest seed-mean FCNet final train loss over n", "<=", 0.05, kind="sanity",
               reason="[project] the paper prints no train-loss number; the reference reads Fig. 22 as the FCNet fitting its "
               "training set (train loss <= 0.05 at every n), so that its failure on unseen symbols is one of generalisation"),
         claim("6-kq-nstar", f"the transformer with +KQ reaches test MSE 0.1 by n = 128 (inf = not reached for n <= {n_max})",
