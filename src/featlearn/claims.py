@@ -235,7 +235,8 @@ def merge_claims(parts: Iterable[str | os.PathLike], out: str | os.PathLike, pap
                  unchecked_claims: Mapping[str, Sequence[str]] | None = None, scale: str = "") -> list[Claim]:
     """Concatenate claim tables, then add ``unchecked_claims`` (claim id -> (figure, statement, why): the claims of
     figures this run skips) as unchecked; duplicated (paper, claim_id) pairs are an error."""
-    extra = [unchecked(paper or "", cid, fig, statement, why, scale) for cid, (fig, statement, why) in (unchecked_claims or {}).items()]
+    extra = [unchecked(paper or "", cid, fig, statement, why, scale)
+             for cid, (fig, statement, why) in (unchecked_claims or {}).items()]
     claims: list[Claim] = []
     seen: set[tuple[str, str]] = set()
     for part in parts:

@@ -154,7 +154,8 @@ class Figure:
         if self.kind not in (FIGURE, TABLE, CHECK):
             raise ValueError(f"{self.paper} {self.id}: unknown kind {self.kind!r}")
         if (self.draw is None) != (self.kind == CHECK):
-            raise ValueError(f"{self.paper} {self.id}: a {self.kind} {'has no' if self.kind == CHECK else 'needs a'} draw function")
+            raise ValueError(f"{self.paper} {self.id}: a {self.kind} "
+                             f"{'has no' if self.kind == CHECK else 'needs a'} draw function")
         if self.kind == CHECK and self.claims is None:
             raise ValueError(f"{self.paper} {self.id}: a check without claims checks nothing")
 

@@ -54,7 +54,8 @@ def headline(claims: list[Claim]) -> str:
     reproduced = sum(c.verdict == REPRODUCED for c in counted)
     n_unchecked = sum(c.verdict == UNCHECKED for c in empirical)
     n_nd = sum(c.verdict == NOT_DISCRIMINATING for c in empirical)
-    text = f"reproduced {reproduced} of {len(counted)} empirical paper claims ({n_unchecked} unchecked, {n_nd} not discriminating)"
+    text = (f"reproduced {reproduced} of {len(counted)} empirical paper claims "
+            f"({n_unchecked} unchecked, {n_nd} not discriminating)")
     unaudited = sum(c.counts and not c.threshold_reason for c in claims)
     if unaudited:
         text += f"; {unaudited} of the {len(counted)} are not yet audited (no threshold reason or baseline recorded)"
@@ -86,12 +87,13 @@ def paper_section(rows: list[Claim]) -> list[str]:
     lines = [f"{headline(rows).capitalize()}."]
     paper_rows = [c for c in rows if c.kind != "sanity"]
     if paper_rows:
-        lines += ["", "| claim | figure | the paper's statement | kind | paper | ours | baseline | threshold | reason | verdict |",
+        lines += ["",
+                  "| claim | figure | the paper's statement | kind | paper | ours | baseline | threshold | reason | verdict |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for c in paper_rows:
             verdict = c.verdict if c.verdict == REPRODUCED else f"**{c.verdict}**"
-            cells = [c.claim_id, c.figure, c.statement, c.kind, c.paper_value, f"{c.metric}: {_ours(c)}" if c.metric else _ours(c),
-                     _baseline(c), c.target, c.threshold_reason, verdict]
+            cells = [c.claim_id, c.figure, c.statement, c.kind, c.paper_value,
+                     f"{c.metric}: {_ours(c)}" if c.metric else _ours(c), _baseline(c), c.target, c.threshold_reason, verdict]
             lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
     notes = [c for c in paper_rows if c.verdict in (NOT_REPRODUCED, UNCHECKED, NOT_DISCRIMINATING)]
     if notes:
@@ -125,8 +127,8 @@ def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None, 
         "(the untrained network, a unigram model, a constant predictor) run on the same data passes it too. The paper's "
         "theory checked numerically (kind `paper-theory`: ODEs, quadratures, kernel algebra) holds whatever the training "
         "budget and is counted on its own. "
-        f"Sanity checks of this project's own setup are listed apart and never counted ({sum(c.verdict == SANITY_OK for c in sanity)} "
-        f"of {len(sanity)} ok).",
+        "Sanity checks of this project's own setup are listed apart and never counted "
+        f"({sum(c.verdict == SANITY_OK for c in sanity)} of {len(sanity)} ok).",
         "",
         "| paper | reproduced | not reproduced | not discriminating | unchecked | theory numerics hold | sanity ok |",
         "|---|---|---|---|---|---|---|",
@@ -137,7 +139,8 @@ def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None, 
         theory = [c for c in rows if c.is_theory]
         sanity_rows = [c for c in rows if c.kind == "sanity"]
         lines.append(f"| `{p}` | {n[REPRODUCED]} | {n[NOT_REPRODUCED]} | {n[NOT_DISCRIMINATING]} | {n[UNCHECKED]} | "
-                     f"{sum(c.passed for c in theory)}/{len(theory)} | {sum(c.verdict == SANITY_OK for c in sanity_rows)}/{len(sanity_rows)} |")
+                     f"{sum(c.passed for c in theory)}/{len(theory)} | "
+                     f"{sum(c.verdict == SANITY_OK for c in sanity_rows)}/{len(sanity_rows)} |")
     if skipped:
         lines += ["", "Skipped in this run:", ""]
         lines += [f"- {what}: {why}" for what, why in sorted(skipped.items())]

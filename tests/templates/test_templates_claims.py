@@ -242,7 +242,8 @@ def test_fig5_claims_on_planted_tables(tmp_path):
     assert _verdicts(good) == {"5-inverse-scaling": REPRODUCED, "5-vo": REPRODUCED}
     assert math.isnan(good["5-inverse-scaling"].baseline_measured)
     # a vanilla transformer that learns at one d_emb only shows no order either: unchecked, with the reason
-    never = _claims(F.claims_5, _fig5({64: (1, 1, 0.4, 0.1, 0, 0), 256: (1,) * 6, 1024: (1,) * 6}, (0.5, 0.05, 0, 0, 0, 0)), tmp_path)
+    never = _claims(F.claims_5, _fig5({64: (1, 1, 0.4, 0.1, 0, 0), 256: (1,) * 6, 1024: (1,) * 6}, (0.5, 0.05, 0, 0, 0, 0)),
+                    tmp_path)
     assert never["5-inverse-scaling"].verdict == "unchecked" and "at 1 d_emb" in never["5-inverse-scaling"].note
     # the largest embedding learning fastest breaks inverse scaling; +VO reaching 0.1 only at n = 64
     bad = _claims(F.claims_5, _fig5(vanilla | {1024: (0, 0, 0, 0, 0, 0)}, (1, 1, 1, 0.5, 0.05, 0)), tmp_path)
@@ -403,7 +404,8 @@ def _lm_logs(tmp_path, dataset: str, final: dict, init: dict | None = None) -> l
     paths = []
     for variant, ppl in final.items():
         start = (init or {}).get(variant, 1000.0)
-        rows = [{"variant": variant, "step": s, "metric": "val_ppl", "value": v, "final": False} for s, v in ((0, start), (10, ppl + 5))]
+        rows = [{"variant": variant, "step": s, "metric": "val_ppl", "value": v, "final": False}
+                for s, v in ((0, start), (10, ppl + 5))]
         rows.append({"variant": variant, "step": 10, "metric": "val_ppl", "value": ppl, "final": True})
         df = pd.DataFrame(rows).assign(parameters=100 + (24 if variant == "identity" else 0), tokens_per_step=64, val_tokens=900)
         path = tmp_path / dataset / f"{variant}.csv"
@@ -446,10 +448,12 @@ def test_every_claim_is_declared_and_has_a_reason(tmp_path):
         "checks": F.check_claims(_checks_table(), "test"),
         "2c": _claims(F.claims_2c, _fig2c((1.0, 1.0, 0.9, 0.6, 0.3, 0.05), (0.9, 0.5, 0.05, 0.0, 0.0, 0.0)), tmp_path).values(),
         "22": _claims(F.claims_22, _fig22(), tmp_path).values(),
-        "25": _claims(F.claims_25, _rows([("MLP", "", {}, {32: 1.0}), ("MLP + vec(XX^T)", "", {}, {32: 0.2})]), tmp_path).values(),
+        "25": _claims(F.claims_25, _rows([("MLP", "", {}, {32: 1.0}), ("MLP + vec(XX^T)", "", {}, {32: 0.2})]),
+                      tmp_path).values(),
         "5": _claims(F.claims_5, _fig5({64: (1, 1, 0.4, 0.1, 0, 0)}, (0.5, 0.05, 0, 0, 0, 0)), tmp_path).values(),
         "3c": _claims(F.claims_3c, _fig3c((0.9, 0.7, 0.5, 0.4), (0.6, 0.2, 0.01, 0.0)), tmp_path).values(),
-        "8": _claims(F.claims_8, _fig8([(1e-3, 0.05, 0.1), (1e-1, 1.0, 1.1)]), tmp_path, lrs=[1e-3, 1e-1], n=[512, 2048]).values(),
+        "8": _claims(F.claims_8, _fig8([(1e-3, 0.05, 0.1), (1e-1, 1.0, 1.1)]), tmp_path, lrs=[1e-3, 1e-1],
+                     n=[512, 2048]).values(),
         "17": _claims(F.claims_17, _majority_table(), tmp_path).values(),
         "23": _claims(F.claims_23, _majority_table(), tmp_path).values(),
         "kernels": KF.kernel_claims(_n_matrix(), "test") + KF.krr_claims(_krr(), "test"),

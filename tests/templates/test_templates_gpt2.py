@@ -146,7 +146,8 @@ def test_gpt2_bpe_is_gpt2s_tokenizer(shared_data):
     try:  # transformers' own class where its constructor takes the two files (its keywords changed in 5.0)
         ref = transformers.GPT2TokenizerFast(vocab=str(GPT2_FILES / "encoder.json"), merges=str(GPT2_FILES / "vocab.bpe"))
     except TypeError:
-        ref = transformers.GPT2TokenizerFast(vocab_file=str(GPT2_FILES / "encoder.json"), merges_file=str(GPT2_FILES / "vocab.bpe"))
+        ref = transformers.GPT2TokenizerFast(vocab_file=str(GPT2_FILES / "encoder.json"),
+                                             merges_file=str(GPT2_FILES / "vocab.bpe"))
     text = ["The tower is 324 metres ( 1 @,@ 063 ft ) tall . \n", " <unk> and émigré \n"]
     assert [e.ids for e in tok.encode_batch(text)] == ref(text)["input_ids"]
 
@@ -157,7 +158,8 @@ def test_tiny_training_lowers_the_loss_and_writes_the_log(tmp_path, lm_files):
     assert val[-1] < val[0] - 0.5
     fin = df[df.final]
     assert set(fin["metric"]) == {"val_loss", "val_ppl"}
-    assert float(fin[fin.metric == "val_ppl"]["value"].iloc[0]) == pytest.approx(math.exp(float(fin[fin.metric == "val_loss"]["value"].iloc[0])))
+    assert float(fin[fin.metric == "val_ppl"]["value"].iloc[0]) == pytest.approx(
+        math.exp(float(fin[fin.metric == "val_loss"]["value"].iloc[0])))
     assert (df[df.metric == "kq_scale_abs_mean"]["value"].iloc[-1]) > 0  # the scalings moved
     assert int(df["val_tokens"].iloc[0]) == (1000 // 16) * 15
     assert not (tmp_path / "work" / "resume.pt").exists()
@@ -211,7 +213,8 @@ def test_blocks_and_epoch_order():
 
 
 def _lm_log(variant, ppl, dataset_dir):
-    rows = [{"variant": variant, "step": s, "metric": "val_ppl", "value": v, "final": False} for s, v in ((0, 1000.0), (10, ppl + 5))]
+    rows = [{"variant": variant, "step": s, "metric": "val_ppl", "value": v, "final": False}
+            for s, v in ((0, 1000.0), (10, ppl + 5))]
     rows.append({"variant": variant, "step": 10, "metric": "val_ppl", "value": ppl, "final": True})
     df = pd.DataFrame(rows)
     df["parameters"] = 100 + (2 * L * H if variant == "identity" else 0)
@@ -237,7 +240,8 @@ def test_fig6_table_and_claim_on_planted_logs(tmp_path):
     logs = [_lm_log("vanilla", 120.0, tmp_path / "wikitext2"), _lm_log("identity", 110.0, tmp_path / "wikitext2")]
     out = [str(tmp_path / f) for f in ("fig6.png", "fig6.csv", "fig6.md")]
     claims = _fig6(logs, out)
-    assert len(claims) == 1 and claims[0].claim_id == "12_wikitext2" and claims[0].passed and claims[0].measured == pytest.approx(10.0)
+    assert (len(claims) == 1 and claims[0].claim_id == "12_wikitext2" and claims[0].passed
+            and claims[0].measured == pytest.approx(10.0))
     md = Path(out[2]).read_text()
     assert "| WikiText-2 | 10 | 120.00 | 110.00 | 24 | 64.00 | 60.46 |" in md
     logs = [_lm_log("vanilla", 100.0, tmp_path / "b" / "wikitext2"), _lm_log("identity", 104.0, tmp_path / "b" / "wikitext2")]
@@ -256,7 +260,8 @@ def hub(tmp_path_factory):
     root = tmp_path_factory.mktemp("hub")
     cache = root / "cache"
     weights = {}
-    for name, rev, seed, layout in (("gpt2", "main", 0, "safetensors"), ("gpt2", "v2", 1, "safetensors"), ("gpt2-medium", "main", 2, "bin")):
+    for name, rev, seed, layout in (("gpt2", "main", 0, "safetensors"), ("gpt2", "v2", 1, "safetensors"),
+                                    ("gpt2-medium", "main", 2, "bin")):
         torch.manual_seed(seed)
         model = transformers.GPT2LMHeadModel(G.small_config(64, 2, 32, 4, 16, 0.1))
         src = root / "src" / f"{name}_{rev}"
@@ -315,8 +320,8 @@ def test_finetune_on_t5_and_heads_on_a_cached_model(hub, tmp_path):
     with pytest.raises(ValueError, match="init"):
         G.finetune_table(settings, "gpt2", "random", str(tmp_path / "x.csv"))
 
-    heads = {"kq": {"layer": 1, "head": 2}, "vo": {"layer": 2, "head": 4}, "size": 5, "cache_dir": hub["cache"], "revision": "main",
-             "offline": True}
+    heads = {"kq": {"layer": 1, "head": 2}, "vo": {"layer": 2, "head": 4}, "size": 5, "cache_dir": hub["cache"],
+             "revision": "main", "offline": True}
     hdf = G.heads_table(heads, "gpt2", str(tmp_path / "heads.csv"))
     assert len(hdf) == 2 * 25 and list(hdf["matrix"].unique()) == ["W_K W_Q^T", "W_V W_O^T"]
     # W_K W_Q^T gives the head's logits: x^T (W_Q W_K^T) y = q . k
@@ -335,7 +340,8 @@ def test_finetune_on_t5_and_heads_on_a_cached_model(hub, tmp_path):
 
     from featlearn.figure import write_outputs
 
-    fig7 = GF.draw_7({"finetune": [paths["pretrained"], paths["scratch"]], "heads": [str(tmp_path / "heads.csv")]}, {"scale": "test"})
+    fig7 = GF.draw_7({"finetune": [paths["pretrained"], paths["scratch"]], "heads": [str(tmp_path / "heads.csv")]},
+                     {"scale": "test"})
     write_outputs(fig7, [str(tmp_path / "fig7.png")], 40)
     write_outputs(GF.draw_24({"finetune": [paths["pretrained"]]}, {"scale": "test"}), [str(tmp_path / "fig24.png")], 40)
     assert (tmp_path / "fig7.png").stat().st_size > 1000 and (tmp_path / "fig24.png").stat().st_size > 1000

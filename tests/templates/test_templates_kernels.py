@@ -80,7 +80,8 @@ def test_mlp_kernel_is_an_inner_product_kernel_of_matches():
     assert float(K.relu_kappa(torch.tensor(0.0))) == pytest.approx(1 / math.pi)
 
 
-@pytest.mark.parametrize("task", [T.same_different(), T.aba_abb(), T.abab_aabb(), T.majority(4), T.majority(6)], ids=lambda t: t.name)
+@pytest.mark.parametrize("task", [T.same_different(), T.aba_abb(), T.abab_aabb(), T.majority(4), T.majority(6)],
+                         ids=lambda t: t.name)
 def test_mlp_kernel_n_matrix_has_rank_one(task):
     """Sec. 3.3 (formerly claim 11b_mlp_rank, an identity): every entry of the MLP kernel's N is κ(0)."""
     N, Nb = K.n_matrix(task, "mlp")
@@ -207,5 +208,5 @@ def test_figure_and_claims_from_tables(tmp_path):
                  "--claims-fn", "featlearn.templates.kernels.figures:claims_kernels", "--inputs", inputs,
                  "--figures", str(out), "--claims", str(claims), "--scale", "test", "--dpi", "40"]) == 0
     written = pd.read_csv(claims)
-    assert out.stat().st_size > 1000 and list(written["claim_id"]) == [f"11d_trans_{t}" for t in ("same_different", "aba_abb", "majority_4")] + [
-        f"11e_krr_{t}" for t in krr["task"].unique()]
+    assert out.stat().st_size > 1000 and list(written["claim_id"]) == [
+        f"11d_trans_{t}" for t in ("same_different", "aba_abb", "majority_4")] + [f"11e_krr_{t}" for t in krr["task"].unique()]

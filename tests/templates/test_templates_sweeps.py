@@ -133,7 +133,8 @@ def test_swept_quantities_reach_the_settings():
     readout = figure_curves("15", cfg)
     assert all(s["trainable"] == ["head."] for _, s in readout) and [s["model"]["attn_mult"] for _, s in readout] == [1, 8]
     copy = figure_curves("5", cfg)
-    assert [(s["variants"], s["model"]["d_emb"]) for _, s in copy] == [(["vanilla"], 8), (["vanilla"], 16), (["vo"], 8), (["vo"], 16)]
+    assert [(s["variants"], s["model"]["d_emb"]) for _, s in copy] == [
+        (["vanilla"], 8), (["vanilla"], 16), (["vo"], 8), (["vo"], 16)]
     tasks = figure_curves("17", cfg)
     assert [s["task"]["name"] for _, s in tasks] == ["aba_abb", "abab_aabb", "majority", "majority"]
     assert tasks[2][1]["variants"] == ["vanilla", "kq_vo"] and tasks[3][1]["task"]["k"] == 4
@@ -187,10 +188,12 @@ def test_calibration_trains_each_multiplier_on_its_task_and_draws(tmp_path, one_
 
     cfg = {**TINY, "calibration": {"n": {"copy": 4, "aba_abb": 8}, "lrs": [1e-3], "mult": [1, 10], "epochs": 3}}
     curves = calibration_curves(cfg)
-    got = [(s["task"]["name"], s["variants"], s["n"], s["model"].get("vo_mult"), s["model"].get("kq_mult"), s["epochs"]) for _, s in curves]
+    got = [(s["task"]["name"], s["variants"], s["n"], s["model"].get("vo_mult"), s["model"].get("kq_mult"), s["epochs"])
+           for _, s in curves]
     assert got == [
         ("copy", ["vanilla"], [4], None, None, 3), ("copy", ["vo"], [4], 1.0, None, 3), ("copy", ["vo"], [4], 10.0, None, 3),
-        ("aba_abb", ["vanilla"], [8], None, None, 3), ("aba_abb", ["kq"], [8], None, 1.0, 3), ("aba_abb", ["kq"], [8], None, 10.0, 3),
+        ("aba_abb", ["vanilla"], [8], None, None, 3), ("aba_abb", ["kq"], [8], None, 1.0, 3),
+        ("aba_abb", ["kq"], [8], None, 10.0, 3),
     ]
     out = tmp_path / "calibration_runs.csv"
     calibrate({"sweeps": cfg}, {}, {"runs": str(out)}, types.SimpleNamespace(device="cpu"))

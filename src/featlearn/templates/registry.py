@@ -40,7 +40,8 @@ CLAIM_IDS = {
     "calibration": ("calib-vo_mult", "calib-kq_mult"),
 }
 
-SWEEP_CODE = ("templates/sweeps/experiments.py", "templates/sweeps/engine.py", "seeding.py", "templates/models.py", "templates/tasks.py")
+SWEEP_CODE = ("templates/sweeps/experiments.py", "templates/sweeps/engine.py", "seeding.py", "templates/models.py",
+              "templates/tasks.py")
 SWEEP_PLOT = ("templates/sweeps/figures.py", "plotting.py", "claims.py")
 KERNEL_CODE = ("templates/kernels/theory.py", "templates/tasks.py")
 KERNEL_PLOT = ("templates/kernels/figures.py", "plotting.py", "claims.py")
@@ -256,7 +257,8 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
     if wiki["tokenizer"] == "gpt2":  # GPT-2's BPE ids; the vocabulary size from its encoder.json
         wiki_inputs = {"train": bpe_out("train"), "valid": bpe_out("valid"), "vocab": gpt2_files["encoder"]}
     else:
-        wiki_inputs = {k: paths.prepared("{dataset}", f) for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))}
+        wiki_inputs = {k: paths.prepared("{dataset}", f)
+                       for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))}
     wikitext = Job(
         name="templates_gpt2_wikitext",
         paper=PAPER,

@@ -11,9 +11,9 @@ replaced by W_K W_Q^T + a_h I and W_V W_O^T by W_V W_O^T + b_h I, with a_h, b_h 
 
 where M zeroes the diagonal of x x^T (``mask_diag``, the authors' GPT-2 setting [C: mask_diag_wkwq = True in
 their training script]: a token's similarity with itself is left to the learned W_K W_Q^T) or is the identity
-(``mask_diag`` false, the equation as printed). At a = b = 0 the model is vanilla GPT-2 and the parameter count grows by exactly 2·L·H (288 for
-GPT-2 small [P Fig. 6]). The scaled attention is a subclass of transformers' ``GPT2Attention`` swapped into
-every block (eager attention; no key/value cache: the model is trained and evaluated, never sampled).
+(``mask_diag`` false, the equation as printed). At a = b = 0 the model is vanilla GPT-2 and the parameter count grows
+by exactly 2·L·H (288 for GPT-2 small [P Fig. 6]). The scaled attention is a subclass of transformers' ``GPT2Attention``
+swapped into every block (eager attention; no key/value cache: the model is trained and evaluated, never sampled).
 
 Fig. 6 [P]: GPT-2 from scratch, vanilla vs identity-scaled, same recipe (AdamW lr 3e-4, constant lr, batch 8,
 blocks of 1024 tokens, 20 epochs), validation perplexity on WikiText. ``tokenizer: gpt2`` (the default) encodes
@@ -72,7 +72,8 @@ class IdentityScaledGPT2Attention(GPT2Attention):
             raise ValueError("identity-scaled GPT-2 attention is self-attention only")
         x = hidden_states  # [B, T, d], the LN'd block input
         B, T, _ = x.shape
-        q, k, v = (t.view(B, T, self.num_heads, self.head_dim).transpose(1, 2) for t in self.c_attn(x).split(self.split_size, dim=2))
+        q, k, v = (t.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
+                   for t in self.c_attn(x).split(self.split_size, dim=2))
         logits = (q @ k.transpose(-1, -2)) * self.scaling
         # W_K W_Q^T + a_h I: adds a_h x x^T (its diagonal zeroed with mask_diag) to every head's logits
         xxt = x @ x.transpose(-1, -2)
@@ -107,7 +108,8 @@ def add_identity_scalings(model: nn.Module, mask_diag: bool = True) -> nn.Module
     for i, block in enumerate(gpt2_blocks(model)):
         if isinstance(block.attn, IdentityScaledGPT2Attention):
             continue
-        new = IdentityScaledGPT2Attention(config, layer_idx=i).to(device=block.attn.c_attn.weight.device, dtype=block.attn.c_attn.weight.dtype)
+        new = IdentityScaledGPT2Attention(config, layer_idx=i).to(
+            device=block.attn.c_attn.weight.device, dtype=block.attn.c_attn.weight.dtype)
         missing, unexpected = new.load_state_dict(block.attn.state_dict(), strict=False)
         if unexpected or set(missing) != {"kq_scale", "vo_scale"}:
             raise RuntimeError(f"GPT-2 attention weights did not transfer (missing {missing}, unexpected {unexpected})")
@@ -309,7 +311,8 @@ def train_wikitext(settings: dict, variant: str, train_pt: str, valid_pt: str, v
     start = resumable_training(
         model, opt, total=total, step=step, record=record, eval_every=s["eval_every"], checkpoint_every=s["checkpoint_every"],
         work_dir=work_dir, settings={**s, "variant": variant, "vocab": vocab}, device=device,
-        save_log=lambda: {"rows": rows}, load_log=load_log, log=lambda message: print(f"{tag} {message}", file=sys.stderr, flush=True),
+        save_log=lambda: {"rows": rows}, load_log=load_log,
+        log=lambda message: print(f"{tag} {message}", file=sys.stderr, flush=True),
         keep_checkpoint=True,  # until the final evaluation on the whole validation split is written
     )
     final_blocks = valid if s["val_blocks"] is None else valid[: s["val_blocks"]]

@@ -60,9 +60,11 @@ def fig6_summary(df: pd.DataFrame) -> pd.DataFrame:
         if missing:
             raise ValueError(f"Fig. 6 on {dataset}: no final perplexity of {sorted(missing)}")
         paper = PAPER_FIG6.get(dataset, (np.nan, np.nan))
-        rows.append({"dataset": dataset, "vanilla_ppl": float(v.loc["vanilla", "value"]), "identity_ppl": float(v.loc["identity", "value"]),
+        rows.append({"dataset": dataset, "vanilla_ppl": float(v.loc["vanilla", "value"]),
+                     "identity_ppl": float(v.loc["identity", "value"]),
                      "paper_vanilla_ppl": paper[0], "paper_identity_ppl": paper[1], "steps": int(v.loc["vanilla", "step"]),
-                     "parameters_vanilla": int(v.loc["vanilla", "parameters"]), "parameters_identity": int(v.loc["identity", "parameters"]),
+                     "parameters_vanilla": int(v.loc["vanilla", "parameters"]),
+                     "parameters_identity": int(v.loc["identity", "parameters"]),
                      "val_tokens": int(v.loc["vanilla", "val_tokens"])})
     return pd.DataFrame(rows)
 

@@ -4,10 +4,10 @@ and MLP kernels, and kernel ridge regression on unseen symbols against n. Reads 
 ``claims_kernels`` are the registry's functions of the figure ``kernels``.
 
 Claims: the transformer kernel's N is nonsingular (11d_trans_<task>), and kernel ridge regression with it
-generalises to unseen symbols as n grows (11e_krr_<task>), with the MLP kernel on the same data as baseline. The three statements that hold by construction
-are unit tests (tests/templates/test_templates_kernels.py), not claims: K_attn by Monte Carlo at β = 0 is its
-closed form (the softmax is uniform whatever the sample), the MLP kernel's N has rank 1 (every entry is
-κ(0)), and kernel ridge regression with the MLP kernel predicts one constant on unseen symbols."""
+generalises to unseen symbols as n grows (11e_krr_<task>), with the MLP kernel on the same data as baseline. The three
+statements that hold by construction are unit tests (tests/templates/test_templates_kernels.py), not claims: K_attn by
+Monte Carlo at β = 0 is its closed form (the softmax is uniform whatever the sample), the MLP kernel's N has rank 1
+(every entry is κ(0)), and kernel ridge regression with the MLP kernel predicts one constant on unseen symbols."""
 
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ def kernel_claims(nm: pd.DataFrame, scale: str) -> list[Claim]:
             raise ValueError(f"the N-matrix table has no transformer-kernel row for {name} ({label}), which claim 11 checks")
         row = tr.loc[name]
         z = row["sigma_min"] / row["sigma_min_se"] if row["sigma_min_se"] > 0 else np.nan
-        claims.append(check(PAPER, f"11d_trans_{name}", "Sec. 3", f"{label}: the transformer kernel's N is nonsingular beyond Monte Carlo "
+        claims.append(check(PAPER, f"11d_trans_{name}", "Sec. 3",
+                            f"{label}: the transformer kernel's N is nonsingular beyond Monte Carlo "
                             f"error (sigma_min(N) >= {Z_MIN:g} standard errors)", "sigma_min(N) / its Monte Carlo standard error",
                             z, ">=", Z_MIN, scale, kind="paper-theory", reason=Z_REASON))
     return claims
@@ -71,7 +72,8 @@ def krr_claims(krr: pd.DataFrame, scale: str) -> list[Claim]:
         if len(ns) < 2 or not {"trans", "mlp"} <= set(rows["kernel"]):
             raise ValueError(f"the KRR table needs the trans and mlp kernels at two n or more for {task}")
         ratio = {k: float(means[(k, ns[-1])] / means[(k, ns[0])]) for k in ("trans", "mlp")}
-        per_seed = rows[(rows["kernel"] == "trans") & rows["n"].isin([ns[0], ns[-1]])].pivot(index="seed", columns="n", values="test_mse")
+        per_seed = rows[(rows["kernel"] == "trans") & rows["n"].isin([ns[0], ns[-1]])].pivot(
+            index="seed", columns="n", values="test_mse")
         spread = float((per_seed[ns[-1]] / per_seed[ns[0]]).std(ddof=0)) if len(per_seed) > 1 else np.nan
         claims.append(check(PAPER, f"11e_krr_{task}", "Sec. 3",
                             f"{task_label(task)}: kernel ridge regression with the transformer kernel generalises to unseen "

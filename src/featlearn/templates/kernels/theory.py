@@ -314,13 +314,17 @@ def write_tables(settings: dict, n_matrix_csv: str, beta0_csv: str, krr_csv: str
     t0 = time.perf_counter()
     nm = n_matrix_table({**consts, "tasks": settings["tasks"], "kernels": ["mlp", "attn", "trans"], "n_mc": settings["n_mc"],
                          "batches": settings["batches"], "seed": settings["seed"]})
-    print(f"[templates kernels] N matrices of {len(settings['tasks'])} tasks in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
+    print(f"[templates kernels] N matrices of {len(settings['tasks'])} tasks in {time.perf_counter() - t0:.1f}s",
+          file=sys.stderr, flush=True)
     print(nm.to_string(index=False), file=sys.stderr, flush=True)
-    b0 = beta0_table({"tasks": settings["tasks"], "gamma": settings["gamma"], "n_mc": settings["beta0_n_mc"], "seed": settings["seed"]})
+    b0 = beta0_table({"tasks": settings["tasks"], "gamma": settings["gamma"], "n_mc": settings["beta0_n_mc"],
+                      "seed": settings["seed"]})
     kr = settings["krr"]
     t0 = time.perf_counter()
-    krr = krr_table({**consts, **{k: kr[k] for k in ("tasks", "n", "seeds", "lam", "n_mc", "n_test")}, "kernels": ["mlp", "trans"]})
-    print(f"[templates kernels] kernel ridge regression: {len(krr)} fits in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
+    krr = krr_table({**consts, **{k: kr[k] for k in ("tasks", "n", "seeds", "lam", "n_mc", "n_test")},
+                     "kernels": ["mlp", "trans"]})
+    print(f"[templates kernels] kernel ridge regression: {len(krr)} fits in {time.perf_counter() - t0:.1f}s",
+          file=sys.stderr, flush=True)
     print(krr.groupby(["task", "kernel", "n"])["test_mse"].mean().to_string(), file=sys.stderr, flush=True)
     write_csv(nm, n_matrix_csv)
     write_csv(b0, beta0_csv)

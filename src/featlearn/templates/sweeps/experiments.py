@@ -91,7 +91,8 @@ def run_figure(fig: str, cfg: dict, out: str, device: str = "cpu") -> None:
 # αβα vs αββ (T5, the +KQ of Figs. 2c and 22) over kq_mult, each at its own n, every other setting the shared
 # sweep one. The value of each multiplier is chosen by the lowest seed-mean validation loss (own alphabet,
 # disjoint from the test alphabet [P App. A]), as a learning rate is.
-CALIBRATED = {"vo_mult": ("copy", "vo", "(a) copy (T3), Transformer +VO"), "kq_mult": ("aba_abb", "kq", "(b) αβα vs αββ (T5), Transformer +KQ")}
+CALIBRATED = {"vo_mult": ("copy", "vo", "(a) copy (T3), Transformer +VO"),
+              "kq_mult": ("aba_abb", "kq", "(b) αβα vs αββ (T5), Transformer +KQ")}
 
 
 def calibration_curves(cfg: dict, device: str = "cpu") -> list[tuple[dict, dict]]:

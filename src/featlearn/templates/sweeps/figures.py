@@ -17,8 +17,8 @@ are declared in its record (sweeps/grids.py).
 
 Registry functions: ``draw(inputs, cfg)`` draws the sweep figure ``cfg["figure"]`` from its grid's runs table
 (``inputs["runs"]``), with the title, plot kind and options of the figure's record (sweeps/grids.py);
-``claims_<id>(inputs, cfg)`` checks the claims of the figures whose records declare claim ids. ``check_claims`` (claims 1-2, sanity checks of the data and models) is called by the
-``templates_checks`` job.
+``claims_<id>(inputs, cfg)`` checks the claims of the figures whose records declare claim ids. ``check_claims``
+(claims 1-2, sanity checks of the data and models) is called by the ``templates_checks`` job.
 """
 
 from __future__ import annotations
@@ -330,8 +330,8 @@ def claims_22(inputs: dict, cfg: dict) -> list[Claim]:
              if math.isinf(ours["n*"]) and n_max < 1024 else "")
     mlp_fails = ("[project] the paper proves that MLPs 'will not generalize in template tasks on symbols unseen during "
                  "training ... regardless of the training data size' (Sec. 1.2, App. I); ")
-    best = ("[project] Fig. 22's caption: 'Transformer outperforms the other architectures, especially with the reparametrization "
-            "that prioritizes identities in heads'; ")
+    best = ("[project] Fig. 22's caption: 'Transformer outperforms the other architectures, especially with the "
+            "reparametrization that prioritizes identities in heads'; ")
     return [
         claim("6-fcnet-test", "the depth-3 FCNet does not generalise to unseen symbols: test MSE >= 0.9 at every n",
               "smallest seed-mean FCNet test MSE over n", ">=", 0.9,
@@ -490,7 +490,8 @@ def claims_8(inputs: dict, cfg: dict) -> list[Claim]:
                "when the train loss is close to zero'; ")
     return [
         claim("10-large-lr",
-              f"learning rate{'s' if many else ''} {lr_txt} {'do' if many else 'does'} not generalise: test MSE >= 0.8 at every n",
+              f"learning rate{'s' if many else ''} {lr_txt} {'do' if many else 'does'} not generalise: "
+              "test MSE >= 0.8 at every n",
               f"smallest seed-mean test MSE over n at lr {lr_txt}", ">=", 0.8,
               reason=caption + "the reference reads Fig. 8 as MSE >= 0.8 at every n for lr 3e-2 and 1e-1"),
         claim("10-best-lr", f"the best learning rate reaches test MSE <= 0.1 at n = {n_at} ({best_txt})",
@@ -655,11 +656,13 @@ def draw_calibration(inputs: dict, cfg: dict):
     runs = pd.read_csv(inputs["runs"])
     m = calibration_means(runs)
     axes_names = list(dict.fromkeys(runs["axis"]))
-    fig, axes = plt.subplots(2, len(axes_names), figsize=(5.2 * len(axes_names), 6.4), layout="constrained", squeeze=False, sharex="col")
+    fig, axes = plt.subplots(2, len(axes_names), figsize=(5.2 * len(axes_names), 6.4), layout="constrained", squeeze=False,
+                             sharex="col")
     for j, axis in enumerate(axes_names):
         part = m[m["axis"] == axis]
         scaled, vanilla = part[part["value"].notna()], part[part["value"].isna()]
-        for i, (col, sd, name) in enumerate((("val", "val_sd", "validation loss"), ("mean", "sd", _metric_name(runs[runs["axis"] == axis])))):
+        for i, (col, sd, name) in enumerate((("val", "val_sd", "validation loss"),
+                                             ("mean", "sd", _metric_name(runs[runs["axis"] == axis])))):
             ax = axes[i, j]
             for lr, rows in scaled.groupby("lr"):
                 ax.errorbar(rows["value"], rows[col], yerr=rows[sd], marker="o", ms=3, capsize=2, label=f"scaled, lr {lr:g}")
@@ -697,7 +700,8 @@ def claims_calibration(inputs: dict, cfg: dict) -> list[Claim]:
             check(PAPER, f"calib-{axis}", "calibration",
                   f"templates.sweeps.transformer.{axis} = {configured:g} is the value of lowest validation loss on {task} "
                   f"at n = {int(part['n'].iloc[0])} among {sorted(part['value'].unique().tolist())}",
-                  f"{axis} of lowest seed-mean validation loss", choice[axis], "==", float(configured), cfg["scale"], kind="sanity",
+                  f"{axis} of lowest seed-mean validation loss", choice[axis], "==", float(configured), cfg["scale"],
+                  kind="sanity",
                   reason="[project] the paper does not publish the multipliers of its identity scalings (the authors' code has "
                   "the knobs); they are chosen as a learning rate is, by validation loss [P App. A]",
                   seeds=_seeds(runs), note=_calibration_note(part, at, configured))
