@@ -14,7 +14,7 @@ configfile: "config/config.yaml"
 
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-from featlearn.workflow import validate_config
+from featlearn.pipeline.workflow import validate_config
 
 # a bad key stops the run with one line per key: its path and the reason
 validate_config(config, "workflow/schemas/config.schema.yaml")

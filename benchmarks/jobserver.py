@@ -1,4 +1,4 @@
-"""What the job server (``featlearn.jobserver``, ``job_server: true``) saves per job: CPU seconds of the same
+"""What the job server (``featlearn.pipeline.jobserver``, ``job_server: true``) saves per job: CPU seconds of the same
 smoke-scale compute jobs run as fresh ``python -m featlearn`` processes and through a server's workers.
 
 Starts one server, then runs each job ``--repeats`` times each way, alternating. A fresh job's CPU is its

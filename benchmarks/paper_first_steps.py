@@ -40,7 +40,7 @@ PROGRESS = re.compile(r"progress: (\d+) steps in (\d+)s, ([0-9.e+-]+) steps/s")
 
 def job_settings(paper: str, name: str, wildcards: dict) -> dict:
     from featlearn.lm_bench import load_config
-    from featlearn.registry import Paths
+    from featlearn.pipeline.registry import Paths
 
     config = load_config("paper")
     module = __import__(f"featlearn.{paper}.registry", fromlist=["registry"])

@@ -28,7 +28,7 @@ def lm_jobs(scale: str, results: Path, prepared: Path) -> list[dict]:
     """(name, run, settings, inputs, outputs) of every LM job of the three figures whose data is prepared."""
     from featlearn.joma.registry import registry as joma_registry
     from featlearn.lm_bench import load_config
-    from featlearn.registry import Paths
+    from featlearn.pipeline.registry import Paths
     from featlearn.scan_snap.registry import lm_runs
 
     config = load_config(scale)

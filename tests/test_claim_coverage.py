@@ -38,7 +38,7 @@ def planted_calls(root: Path = TESTS) -> dict[str, dict[str, set[str]]]:
 
 
 def _registry(paper: str):
-    from featlearn.registry import Paths
+    from featlearn.pipeline.registry import Paths
 
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     module = importlib.import_module(f"featlearn.{paper}.registry")
@@ -83,8 +83,8 @@ def test_the_reader_finds_literal_ids_only(tmp_path):
 
 
 def test_the_figure_command_refuses_an_undeclared_claim():
-    from featlearn.claims import check
-    from featlearn.figure import check_declared
+    from featlearn.pipeline.claims import check
+    from featlearn.pipeline.figure import check_declared
 
     claims = [check("scan_snap", "wiki_freeze_1layer", "", "", "", 0.1, "<", 0.25, "test")]
     check_declared(claims, ["wiki_freeze_*", "wiki_entropy_lr"])  # a declared claim may be missing

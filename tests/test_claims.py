@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from featlearn.claims import COLUMNS, Claim, check, merge_claims, read_claims, unchecked, write_claims
-from featlearn.scorecard import build_scorecard, render_markdown
+from featlearn.pipeline.claims import COLUMNS, Claim, check, merge_claims, read_claims, unchecked, write_claims
+from featlearn.pipeline.scorecard import build_scorecard, render_markdown
 
 
 def test_check_computes_pass_from_the_measurement():
@@ -160,7 +160,7 @@ def test_every_claim_that_does_not_count_as_reproduced_gets_a_line_saying_what_d
 
 
 def test_merge_lists_the_claims_of_skipped_figures_as_unchecked(tmp_path):
-    from featlearn.claims import UNCHECKED, check, merge_claims, read_claims, write_claims
+    from featlearn.pipeline.claims import UNCHECKED, check, merge_claims, read_claims, write_claims
 
     part = tmp_path / "part.csv"
     write_claims(part, [check("features", "2-sst-mlp-means", "Fig. 2", "s", "m", 1.0, ">", 0.0, "test")])

@@ -173,7 +173,7 @@ def test_out_of_range_value_from_command_line(tmp_path):
 
 
 def test_config_errors_name_the_key_and_the_reason():
-    from featlearn.workflow import config_errors
+    from featlearn.pipeline.workflow import config_errors
 
     config = copy.deepcopy(load("config.yaml"))
     config["data"]["mirorr"] = "/somewhere"

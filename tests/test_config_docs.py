@@ -3,7 +3,7 @@ files, and committed up to date."""
 
 from __future__ import annotations
 
-from featlearn.config_docs import build, missing_descriptions, render
+from featlearn.pipeline.config_docs import build, missing_descriptions, render
 from wfutil import REPO
 
 

@@ -92,7 +92,7 @@ def test_dag_device_turns_auto_into_cpu_only_on_a_local_run_without_a_gpu(tmp_pa
 
 
 def test_the_run_record_says_what_the_jobs_were_given():
-    from featlearn.runrecord import job_device_description
+    from featlearn.pipeline.runrecord import job_device_description
 
     assert "no GPU visible" in job_device_description("auto", "cpu")
     assert job_device_description("auto", "auto").startswith("auto: GPU-capable jobs ask for a GPU slot")

@@ -227,7 +227,7 @@ def test_dag_of_the_smoke_config_without_data(repo, tmp_path):
 def test_estimate_command_on_the_smoke_config(repo, tmp_path, monkeypatch, shared_data, one_thread):
     """The command end to end with one-step probes: every compute job of the smoke DAG is a row of the Markdown,
     the probed ones with a time."""
-    from featlearn.cli import main
+    from featlearn.pipeline.cli import main
 
     monkeypatch.setenv("FEATLEARN_DATA_MIRROR", str(shared_data))
     results, out, cache = tmp_path / "results", tmp_path / "estimate.md", tmp_path / "probes.json"
@@ -252,7 +252,7 @@ def test_estimate_command_on_the_smoke_config(repo, tmp_path, monkeypatch, share
     assert "critical path" in md and "Critical path: " in md
     assert json.loads(cache.read_text())  # the probes are cached for the next run
     # the scheduler limits the workflow reads: one entry per probed job, keyed by rule and settings
-    from featlearn.sizing import resource_key
+    from featlearn.pipeline.sizing import resource_key
 
     limits = json.loads((tmp_path / "resources.json").read_text())["jobs"]
     sweep = next(n for n in nodes if n.rule == "templates_sweep")

@@ -1,4 +1,4 @@
-"""featlearn.jobserver: jobs forked from the warm server behave like jobs in their own process (output,
+"""featlearn.pipeline.jobserver: jobs forked from the warm server behave like jobs in their own process (output,
 exit status, working folder, environment), a killed client takes its worker with it, and the client runs
 the job itself when there is no server or the code changed since the server started."""
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from featlearn import jobclient, jobserver
-from featlearn.pages import read_benchmark
+from featlearn.pipeline import jobclient, jobserver
+from featlearn.pipeline.pages import read_benchmark
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the job server forks")
 

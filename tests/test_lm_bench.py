@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from featlearn.cli import main
+from featlearn.pipeline.cli import main
 from featlearn.data.registry import PREPARED
 from featlearn.lm_bench import MODELS, VOCAB, Spec, build, flops_per_token, load_config, non_embedding_parameters, specs
 

@@ -9,19 +9,19 @@ import os
 
 import pytest
 
-from featlearn.claims import check, write_claims
-from featlearn.dag import JobIndex, figure_jobs, pattern_regex
-from featlearn.pages import (
+from featlearn.pipeline.claims import check, write_claims
+from featlearn.pipeline.dag import JobIndex, figure_jobs, pattern_regex
+from featlearn.pipeline.pages import (
     caption_markdown,
     job_costs,
     read_benchmark,
     render_compute,
     render_page,
 )
-from featlearn.markdown_html import markdown_to_html
-from featlearn.registry import CHECK, FIGURE, TABLE, Figure, Job, Paths, report_order
-from featlearn.runrecord import run_record
-from featlearn.workflow import config_differences, config_sha256
+from featlearn.pipeline.markdown_html import markdown_to_html
+from featlearn.pipeline.registry import CHECK, FIGURE, TABLE, Figure, Job, Paths, report_order
+from featlearn.pipeline.runrecord import run_record
+from featlearn.pipeline.workflow import config_differences, config_sha256
 
 BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 
@@ -184,7 +184,7 @@ def test_compute_table_counts_a_shared_job_once(tmp_path):
 
 def test_compute_table_says_where_each_compute_job_ran(tmp_path):
     """Issue 35: the device line every compute job writes first in its log is gathered into the compute table."""
-    from featlearn.pages import devices_line, job_device
+    from featlearn.pipeline.pages import devices_line, job_device
 
     bench = tmp_path / "results" / "benchmarks" / "joma"
     logs = tmp_path / "results" / "logs" / "joma"

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from snakemake.utils import update_config
 
-from featlearn.cli import main
-from featlearn.registry import CHECK, TABLE, Figure, Job, PaperRegistry, Paths
+from featlearn.pipeline.cli import main
+from featlearn.pipeline.registry import CHECK, TABLE, Figure, Job, PaperRegistry, Paths
 from featlearn.scan_snap.registry import registry as scan_snap_registry
 from wfutil import REPO
 
@@ -143,7 +143,7 @@ def test_compute_command_runs_a_registry_job(tmp_path):
 
 def test_a_figure_record_lists_its_further_drawings_with_report_order_and_label():
     """JoMA Fig. 6 (two figures) and templates Fig. 6 (a figure and a table) as records of the base rule."""
-    from featlearn.registry import TABLE, Drawing, Figure
+    from featlearn.pipeline.registry import TABLE, Drawing, Figure
 
     joma6 = Figure("joma", "6", {"logs": []}, (), draw="m:draw_6",
                    also=(Drawing("m:draw_6_stable_rank", "fig6_stable_rank", caption="joma_fig6_stable_rank.rst"),))
@@ -157,7 +157,7 @@ def test_a_figure_record_lists_its_further_drawings_with_report_order_and_label(
 
 
 def test_a_figure_record_refuses_drawings_on_a_check_and_unknown_table_formats():
-    from featlearn.registry import CHECK, TABLE, Drawing, Figure
+    from featlearn.pipeline.registry import CHECK, TABLE, Drawing, Figure
 
     with pytest.raises(ValueError, match="draws nothing"):
         Figure("joma", "t", {}, (), claims="m:c", kind=CHECK, also=(Drawing("m:d", "x"),))
@@ -178,7 +178,7 @@ def _draw_two(inputs, cfg):
 def _table_with_latex(inputs, cfg):
     import pandas as pd
 
-    from featlearn.figure import Table
+    from featlearn.pipeline.figure import Table
 
     return Table(pd.DataFrame({"a": [1]}), "| a |\n|---|\n| 1 |\n", "\\begin{tabular}{r} 1 \\end{tabular}\n")
 
@@ -190,7 +190,7 @@ def test_the_figure_command_writes_further_drawings_and_latex(tmp_path, monkeypa
     import sys
     import types
 
-    from featlearn.figure import Table
+    from featlearn.pipeline.figure import Table
 
     mod = types.ModuleType("planted_drawings")
     mod.draw, mod.table = _draw_two, _table_with_latex

@@ -71,7 +71,7 @@ def test_a_compute_job_runs_in_its_precision_and_says_so(tmp_path, name, dtype):
 
 
 def test_the_run_record_names_the_precision(tmp_path):
-    from featlearn.runrecord import provenance_line, run_record
+    from featlearn.pipeline.runrecord import provenance_line, run_record
 
     rec = run_record("smoke", "c" * 64, "d" * 12, "cpu", repo=tmp_path, precision="bf16")
     assert rec["precision"] == "bf16"

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from featlearn import sizing
-from featlearn.sizing import gpu_rate, lm_tokens, runtime_minutes
+from featlearn.pipeline import sizing
+from featlearn.pipeline.sizing import gpu_rate, lm_tokens, runtime_minutes
 
 
 def test_tokens_of_an_epoch_budget_and_of_a_step_budget():
@@ -41,7 +41,7 @@ def test_paper_scale_dag_gives_the_wikitext103_jobs_their_hours():
 
     from featlearn.joma.registry import registry as joma_registry
     from featlearn.lm_bench import load_config
-    from featlearn.registry import Paths
+    from featlearn.pipeline.registry import Paths
 
     cfg = load_config("paper")
     reg = joma_registry(cfg, Paths("results"), dataset_on=lambda name: True)
@@ -76,7 +76,7 @@ def test_a_missing_or_broken_estimate_file_sizes_nothing(tmp_path):
 
 def test_gpu_memory_of_a_job_from_its_measured_peak_or_the_formula():
     """gpu_mem_mb: the CUDA context plus 1.25 x a measured CUDA peak, or 2 x the formula's peak; CPU jobs get none."""
-    from featlearn.sizing import GPU_CONTEXT_MB, estimated_limits, gpu_memory, resource_key
+    from featlearn.pipeline.sizing import GPU_CONTEXT_MB, estimated_limits, gpu_memory, resource_key
 
     gib = 2**30
     assert estimated_limits(60, 1 * gib, 2 * gib, gpu=True)["gpu_mem_mb"] == GPU_CONTEXT_MB + 2560
@@ -92,7 +92,7 @@ def test_the_runtime_cap_is_the_longest_limit_of_a_partition_the_job_may_use(tmp
     limit: no cap."""
     import yaml
 
-    from featlearn.sizing import partition_runtime_cap
+    from featlearn.pipeline.sizing import partition_runtime_cap
 
     path = tmp_path / "partitions.yaml"
     path.write_text(yaml.safe_dump({"partitions": {"short": {"max_gpu": 0, "max_runtime": 240},

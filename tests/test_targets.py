@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from wfutil import SMOKE, copy_workflow, snakemake
 
-from featlearn.cli import main
-from featlearn.registry import TABLE, Figure
-from featlearn.targets import why_missing
+from featlearn.pipeline.cli import main
+from featlearn.pipeline.registry import TABLE, Figure
+from featlearn.pipeline.targets import why_missing
 
 SKIPPED = {
     "joma Fig. 7": "18 of 18 checkpoints left out; first: pythia-14m@step0 is not cached; download it first (hf download x)",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from featlearn.claims import COLUMNS
+from featlearn.pipeline.claims import COLUMNS
 from wfutil import SMOKE, check_ok, copy_workflow, overlay, snakemake, would_run, would_run_after_edit
 
 pytestmark = pytest.mark.workflow
@@ -95,7 +95,7 @@ def test_results_pages_and_compute_table(smoke_run):
 def test_smoke_jobs_ran_in_the_job_server_and_are_counted(smoke_run):
     """The smoke overlay turns the job server on: compute and figure jobs ran in its workers, and the compute
     table counts the workers' CPU time, which Snakemake's benchmark files (the client process) do not see."""
-    from featlearn.pages import read_benchmark
+    from featlearn.pipeline.pages import read_benchmark
 
     work, _, _ = smoke_run
     results = work / "results"

@@ -59,7 +59,7 @@ def test_numeric_threads_do_not_follow_the_cores_given(tmp_path):
 
 
 def test_dry_run_flags_are_recognised():
-    from featlearn.workflow import is_dry_run
+    from featlearn.pipeline.workflow import is_dry_run
 
     for argv in (["snakemake", "-n"], ["snakemake", "-np", "all"], ["snakemake", "--dry-run"], ["snakemake", "--dryrun"]):
         assert is_dry_run(argv), argv
@@ -137,9 +137,9 @@ def test_the_estimate_file_sets_a_jobs_runtime_and_memory(tmp_path):
     it names; other jobs keep their rule's."""
     import importlib
 
-    from featlearn import sizing
-    from featlearn.registry import Paths
-    from featlearn.workflow import scale_config
+    from featlearn.pipeline import sizing
+    from featlearn.pipeline.registry import Paths
+    from featlearn.pipeline.workflow import scale_config
     from wfutil import REPO
 
     work = copy_workflow(tmp_path / "wf")
@@ -161,9 +161,9 @@ def test_the_estimate_file_sets_a_gpu_jobs_gpu_memory(tmp_path):
     its rule's mem_mb; on the CPU it is 0."""
     import importlib
 
-    from featlearn import sizing
-    from featlearn.registry import Paths
-    from featlearn.workflow import scale_config
+    from featlearn.pipeline import sizing
+    from featlearn.pipeline.registry import Paths
+    from featlearn.pipeline.workflow import scale_config
     from wfutil import REPO
 
     work = copy_workflow(tmp_path / "wf")

@@ -1,8 +1,8 @@
-"""``python -m featlearn <command> ...``: the command line of :mod:`featlearn.cli`."""
+"""``python -m featlearn <command> ...``: the command line of :mod:`featlearn.pipeline.cli`."""
 
 import sys
 
-from featlearn.cli import main
+from featlearn.pipeline.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

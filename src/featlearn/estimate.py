@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Callable
 
 from featlearn import PAPERS
-from featlearn.sizing import ESTIMATE_RESOURCES
-from featlearn.workflow import merged_config
+from featlearn.pipeline.sizing import ESTIMATE_RESOURCES
+from featlearn.pipeline.workflow import merged_config
 
 DEFAULT_OUT = "results/estimate.md"
 DEFAULT_CACHE = "results/estimate/probes.json"
@@ -143,7 +143,7 @@ class Node:
 def _data_jobs(paths, prepared_on: dict) -> list:
     """The data preparations of data.smk as registry records (no model: they are listed and scheduled only)."""
     from featlearn.data.registry import DATASETS, PREPARED
-    from featlearn.registry import Job
+    from featlearn.pipeline.registry import Job
 
     names = "|".join(n for n, on in prepared_on.items() if on) or "^$"
     return [Job(name="data_prepare", paper="data", run="", outputs={"files": paths.prepared("{name}", "{file}")}, settings={},
@@ -157,9 +157,9 @@ def build_dag(config: dict, results: str = "results") -> list[Node]:
     """The compute jobs of the DAG that ``snakemake`` (rule ``all``) would build under ``config``, each with the
     jobs it depends on. Datasets and checkpoints are resolved as the Snakefile resolves them in a dry run
     (no contact with the model hub: uncached checkpoints are left out, as ``snakemake -n`` leaves them out)."""
-    import featlearn.workflow as wf
-    from featlearn.dag import JobIndex, files_of
-    from featlearn.registry import Paths
+    import featlearn.pipeline.workflow as wf
+    from featlearn.pipeline.dag import JobIndex, files_of
+    from featlearn.pipeline.registry import Paths
 
     paths = Paths(results)
     status = wf.dataset_status(config, f"{results}/data/raw")  # as common.smk: RAW = results/data/raw
@@ -223,8 +223,8 @@ def _stats(path: str) -> dict | None:
 
 def lm_data(dataset: str, results: str = "results", bpe: bool = False) -> dict:
     """Train/valid token counts and vocabulary of a prepared LM dataset: its stats.json when present, else the
-    documented sizes of ``featlearn.sizing`` and ``featlearn.lm_bench`` (``source`` says which)."""
-    from featlearn.sizing import BPE_PER_WORD, TRAIN_TOKENS
+    documented sizes of ``featlearn.pipeline.sizing`` and ``featlearn.lm_bench`` (``source`` says which)."""
+    from featlearn.pipeline.sizing import BPE_PER_WORD, TRAIN_TOKENS
 
     stats = _stats(f"{results}/templates/gpt2_bpe/{dataset}/stats.json" if bpe
                    else f"{results}/data/prepared/{dataset}/stats.json")
@@ -491,7 +491,7 @@ def features_data(cfg: dict, results: str = "results") -> dict | None:
 @functools.lru_cache(maxsize=None)
 def _features_data(cfg_json: str, results: str) -> dict | None:
     from featlearn.features.experiments import load_splits
-    from featlearn.registry import Paths
+    from featlearn.pipeline.registry import Paths
 
     cfg = json.loads(cfg_json)
     inputs = {}
@@ -863,7 +863,7 @@ class Prober:
         return rec
 
     def startup(self) -> float | None:
-        """Seconds to start a job's process: ``python -c "import torch, pandas, featlearn.compute"`` in a fresh
+        """Seconds to start a job's process: ``python -c "import torch, pandas, featlearn.pipeline.compute"`` in a fresh
         interpreter (the faster of two), measured once per device (cached like a probe; None with ``--no-probe``
         and no cache)."""
         key = json.dumps({"device": device_name(self.device, 1), "torch": self.torch, "kind": "startup"}, sort_keys=True)
@@ -875,7 +875,7 @@ class Prober:
             times = []
             for _ in range(2):  # the faster of two: the first may read the libraries from disk
                 t0 = time.perf_counter()
-                subprocess.run([sys.executable, "-c", "import torch, pandas, featlearn.compute"], check=True,
+                subprocess.run([sys.executable, "-c", "import torch, pandas, featlearn.pipeline.compute"], check=True,
                                env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
                 times.append(time.perf_counter() - t0)
             self.cache[key] = {"seconds": min(times), "load_average": round(os.getloadavg()[0], 2)}
@@ -1247,10 +1247,10 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
 
 
 def resources_table(nodes: list[Node], meta: dict) -> dict:
-    """The scheduler limits of every modelled job with an estimated time (``featlearn.sizing``), keyed by rule and
+    """The scheduler limits of every modelled job with an estimated time (``featlearn.pipeline.sizing``), keyed by rule and
     settings digest: what the workflow's ``runtime``, ``mem_mb`` and ``gpu_mem_mb`` read where this file exists
     (``gpu_mem_mb`` from the CUDA peak where every part of the job measured one, else from the formula)."""
-    from featlearn.sizing import estimated_limits, resource_key
+    from featlearn.pipeline.sizing import estimated_limits, resource_key
 
     jobs = {}
     for n in nodes:

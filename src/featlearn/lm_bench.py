@@ -72,7 +72,7 @@ PEAK_REPEATS = 7
 
 def load_config(scale: str, config_dir: str | Path = CONFIG_DIR) -> dict:
     """config.yaml, merged with smoke.yaml or paper.yaml for those scales."""
-    from featlearn.workflow import scale_config
+    from featlearn.pipeline.workflow import scale_config
 
     return scale_config(scale, config_dir)
 

@@ -182,7 +182,7 @@ def test_environment_overrides_config(tmp_path, monkeypatch):
 
 
 def test_cli_reports_data_error_without_traceback(tmp_path, capsys):
-    from featlearn.cli import main
+    from featlearn.pipeline.cli import main
 
     code = main(["data-fetch", "--dataset", "sst", "--file", "trainDevTestTrees_PTB.zip", "--out", str(tmp_path / "x.zip"),
                  "--offline"])

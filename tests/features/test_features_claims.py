@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from claimtest import assert_fails, assert_passes
-from featlearn.claims import NOT_DISCRIMINATING, REPRODUCED, UNCHECKED
+from featlearn.pipeline.claims import NOT_DISCRIMINATING, REPRODUCED, UNCHECKED
 from featlearn.features import figures as F
 from featlearn.io import write_csv
 

@@ -11,14 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from featlearn.compute import Context
+from featlearn.pipeline.compute import Context
 from featlearn.features import experiments as ex
 from featlearn.features import figures as F
 from featlearn.data.parsers import parse_tree
 from featlearn.features.extract import extract_table
 from featlearn.io import write_csv
 from featlearn.features.simulate import theory_job
-from featlearn.figure import write_outputs
+from featlearn.pipeline.figure import write_outputs
 
 ROWS = [
     (1, "a good film"), (1, "good fun"), (1, "great good plot"), (1, "good great"), (1, "not bad"), (1, "good good"),
@@ -265,7 +265,7 @@ def test_table6_and_claim1(tmp_path):
 
 
 def test_cli_extract_and_bad_inputs(tmp_path):
-    from featlearn.cli import main
+    from featlearn.pipeline.cli import main
 
     train = _write_prepared(tmp_path / "sst", {"train": ROWS}) / "train.tsv"
     out = tmp_path / "extracted" / "sst.csv"
@@ -289,7 +289,7 @@ def _registry(dataset_on):
     import yaml
 
     from featlearn.features.registry import registry
-    from featlearn.registry import Paths
+    from featlearn.pipeline.registry import Paths
 
     config = yaml.safe_load((Path(__file__).parents[2] / "config" / "config.yaml").read_text())
     return registry(config, Paths("results"), dataset_on)
@@ -297,7 +297,7 @@ def _registry(dataset_on):
 
 def test_job_table_settings_and_inputs():
     from featlearn.features import registry as R
-    from featlearn.registry import Paths
+    from featlearn.pipeline.registry import Paths
 
     cls = {
         "activations": ["relu", "tanh"], "sigma_v": [0.1, 0.001], "threads": 1, "adam_lr": 1e-3, "adam_epochs": 5,
@@ -338,7 +338,7 @@ def test_job_table_settings_and_inputs():
 
 
 def test_registry_names_existing_functions_and_skips_absent_datasets():
-    from featlearn.registry import load
+    from featlearn.pipeline.registry import load
 
     reg = _registry(lambda d: True)
     for job in reg.jobs:

@@ -12,10 +12,10 @@ import torch
 
 from featlearn.features import lm as L
 from featlearn.features.gpt import GPT, GPTConfig, parameter_count
-from featlearn.compute import Context
+from featlearn.pipeline.compute import Context
 from claimtest import assert_fails, assert_passes
 from featlearn.features.lm_figures import claims_5, cooccurrence_claims, display_token, draw_5, read_tables, token_gaps
-from featlearn.figure import write_outputs
+from featlearn.pipeline.figure import write_outputs
 from featlearn.io import write_csv
 
 # --- co-occurrence on a hand-made corpus ---------------------------------------------------------------
@@ -274,7 +274,7 @@ def test_lm_jobs_and_figures_are_registered():
     import yaml
 
     from featlearn.features.registry import registry
-    from featlearn.registry import Paths, load
+    from featlearn.pipeline.registry import Paths, load
 
     config = yaml.safe_load((Path(__file__).parents[2] / "config" / "config.yaml").read_text())
     reg = registry(config, Paths("results"), lambda d: True)

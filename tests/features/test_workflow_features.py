@@ -7,7 +7,7 @@ import csv
 
 import pytest
 
-from featlearn.claims import COLUMNS
+from featlearn.pipeline.claims import COLUMNS
 from wfutil import would_run_after_edit
 
 pytestmark = pytest.mark.workflow

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from featlearn.claims import COLUMNS
+from featlearn.pipeline.claims import COLUMNS
 from wfutil import SMOKE, check_ok, overlay, snakemake, would_run, would_run_after_edit
 
 pytestmark = pytest.mark.workflow

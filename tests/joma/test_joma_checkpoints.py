@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from featlearn.compute import Context
+from featlearn.pipeline.compute import Context
 from featlearn.io import save_tensor
 from featlearn.joma import checkpoints as C
 from featlearn.joma import hub as H

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from claimtest import assert_fails, assert_passes
-from featlearn.compute import Context
+from featlearn.pipeline.compute import Context
 from featlearn.joma import attention_sim_figures as S
 from featlearn.joma import checkpoints_figures as C
 from featlearn.joma import dynamics as D

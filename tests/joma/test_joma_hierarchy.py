@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-from featlearn.compute import Context
-from featlearn.figure import write_outputs
+from featlearn.pipeline.compute import Context
+from featlearn.pipeline.figure import write_outputs
 from featlearn.joma import hierarchy as Hy
 from featlearn.joma import table1 as T1
 from featlearn.joma import table1_figures as TF

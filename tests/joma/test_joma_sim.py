@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from featlearn.compute import Context
+from featlearn.pipeline.compute import Context
 from featlearn.joma import attention_sim as S
 from featlearn.joma import attention_sim_figures as F
 from featlearn.plotting import save_figure

@@ -16,12 +16,12 @@ import pytest
 import torch
 
 from claimtest import assert_fails, assert_passes
-from featlearn.claims import frozen_at_init
+from featlearn.pipeline.claims import frozen_at_init
 from featlearn.scan_snap import figures as F
 from featlearn.scan_snap import metrics
 from featlearn.scan_snap.data import N_COMMON, N_DISTINCT, SequenceClasses
 from featlearn.scan_snap.experiments import LAYOUTS
-from featlearn.figure import write_outputs
+from featlearn.pipeline.figure import write_outputs
 
 PAPER = "scan_snap"
 STEPS = list(range(0, 21, 2))
@@ -188,7 +188,7 @@ def test_fig6_claims_on_planted_entropies(tmp_path):
 # ------------------------------------------------------------------------------------------ theory (Figs. 3, 8)
 @pytest.fixture(scope="module")
 def theory_tables(tmp_path_factory):
-    from featlearn.compute import Context
+    from featlearn.pipeline.compute import Context
     from featlearn.scan_snap.experiments import theory_tables
 
     d = tmp_path_factory.mktemp("theory")

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from claimtest import assert_fails, assert_passes
-from featlearn.figure import check_declared
+from featlearn.pipeline.figure import check_declared
 from featlearn.templates.gpt2 import figures as GF
 from featlearn.templates.kernels import figures as KF
 from featlearn.templates.registry import CLAIM_IDS

@@ -18,7 +18,7 @@ from featlearn.io import save_tensor  # noqa: E402
 from featlearn.templates.gpt2 import experiments as G  # noqa: E402
 from featlearn.templates.gpt2 import figures as GF  # noqa: E402
 from featlearn.templates.gpt2.checkpoints import available  # noqa: E402
-from featlearn.workflow import pretrained_checkpoints  # noqa: E402
+from featlearn.pipeline.workflow import pretrained_checkpoints  # noqa: E402
 from hubcache import save_in_hub_cache  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny tensors: see conftest
@@ -228,7 +228,7 @@ def _lm_log(variant, ppl, dataset_dir):
 
 def _fig6(logs: list[str], out: list[str]) -> list:
     """What rule fig_templates_6 does: the figure (out[0]), the table (out[1] CSV, out[2] Markdown), the claims."""
-    from featlearn.figure import write_outputs
+    from featlearn.pipeline.figure import write_outputs
 
     inputs, cfg = {"logs": logs}, {"scale": "test"}
     write_outputs(GF.draw_6(inputs, cfg), out[:1], 40)
@@ -338,7 +338,7 @@ def test_finetune_on_t5_and_heads_on_a_cached_model(hub, tmp_path):
     with pytest.raises(ValueError, match="head 7"):
         G.head_matrices(body, 0, 6)
 
-    from featlearn.figure import write_outputs
+    from featlearn.pipeline.figure import write_outputs
 
     fig7 = GF.draw_7({"finetune": [paths["pretrained"], paths["scratch"]], "heads": [str(tmp_path / "heads.csv")]},
                      {"scale": "test"})

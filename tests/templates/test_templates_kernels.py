@@ -199,7 +199,7 @@ def test_figure_and_claims_from_tables(tmp_path):
     paths = [tmp_path / f for f in ("nm.csv", "b0.csv", "krr.csv")]
     for df, p in zip((nm, b0, krr), paths):
         df.to_csv(p, index=False)
-    from featlearn.cli import main
+    from featlearn.pipeline.cli import main
 
     out = tmp_path / "fig.png"
     claims = tmp_path / "claims.csv"

@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from featlearn.registry import load
+from featlearn.pipeline.registry import load
 from featlearn.templates.registry import CLAIM_IDS
 from featlearn.templates.sweeps.experiments import data_and_identity_checks, figure_curves, run_figure
 from featlearn.templates.sweeps.figures import check_claims, draw
@@ -63,7 +63,7 @@ def _claims(fn, runs: pd.DataFrame, tmp_path, name: str = "runs.csv", **settings
 
 def _figure(fig: str, table, png) -> list:
     """What the figure rule does for sweep figure ``fig``: draw it to ``png`` and return its claims."""
-    from featlearn.figure import check_declared, write_outputs
+    from featlearn.pipeline.figure import check_declared, write_outputs
 
     inputs, cfg = {"runs": str(table)}, {"figure": fig, "scale": "test"}
     write_outputs(draw(inputs, cfg), [str(png)], 60)
@@ -200,7 +200,7 @@ def test_calibration_trains_each_multiplier_on_its_task_and_draws(tmp_path, one_
     runs = pd.read_csv(out)
     assert set(runs["axis"]) == {"kq_mult", "vo_mult"} and (runs["figure"] == "calibration").all()
     assert runs.loc[runs["variant"] == "vo", "vo_mult"].tolist() == [1.0, 10.0]
-    from featlearn.figure import write_outputs
+    from featlearn.pipeline.figure import write_outputs
 
     settings = {"configured": {"kq_mult": 10, "vo_mult": 10}, "scale": "test"}
     write_outputs(draw_calibration({"runs": str(out)}, settings), [str(tmp_path / "calibration.png")], 60)

@@ -93,7 +93,7 @@ for fig in REGISTERED_FIGURES:
 
 
 # Figures this run cannot make (data or checkpoints missing) keep their rule name: asking for one stops
-# building the DAG with one line saying why and what to do (featlearn.targets). `make figures` lists them all.
+# building the DAG with one line saying why and what to do (featlearn.pipeline.targets). `make figures` lists them all.
 for _rule, _why in unavailable_figures(
     config, PATHS, {f.rule for f in REGISTERED_FIGURES}, SKIPPED
 ).items():

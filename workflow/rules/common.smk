@@ -20,7 +20,7 @@ shell.prefix(
 
 from featlearn import PAPERS
 from featlearn.data.registry import DATASETS, PREPARED
-from featlearn.workflow import (
+from featlearn.pipeline.workflow import (
     PAPER_DATASETS,
     code_hash,
     config_differences,
@@ -32,13 +32,15 @@ from featlearn.workflow import (
 )
 
 import featlearn.devices
-import featlearn.jobclient
-import featlearn.jobserver
-import featlearn.sizing
-import featlearn.workflow
+import featlearn.pipeline.jobclient
+import featlearn.pipeline.jobserver
+import featlearn.pipeline.sizing
+import featlearn.pipeline.workflow
 
 # A dry run builds the DAG without network: uncached checkpoints are then listed as skipped.
-featlearn.workflow.HUB_CONTACT["allowed"] = not featlearn.workflow.is_dry_run(sys.argv)
+featlearn.pipeline.workflow.HUB_CONTACT["allowed"] = (
+    not featlearn.pipeline.workflow.is_dry_run(sys.argv)
+)
 
 RESULTS = "results"
 RAW = f"{RESULTS}/data/raw"
@@ -161,14 +163,16 @@ def data_flags():
     return " ".join(flags)
 
 
-# ---- code hashes (params.code): a job reruns when any featlearn module it may import changes (featlearn.imports
+# ---- code hashes (params.code): a job reruns when any featlearn module it may import changes (featlearn.pipeline.imports
 # walks the imports statically), plus the files its registry record lists.
-from featlearn.imports import entry_module, modules_hash
+from featlearn.pipeline.imports import entry_module, modules_hash
 
 
 def job_code(job):
     """Code hash of a compute job: the import closure of its run module and of the compute command."""
-    return modules_hash((entry_module(job.run), "featlearn.compute"), extra=job.code)
+    return modules_hash(
+        (entry_module(job.run), "featlearn.pipeline.compute"), extra=job.code
+    )
 
 
 def figure_code(fig):
@@ -176,11 +180,11 @@ def figure_code(fig):
     included) and claims modules."""
     functions = (fig.draw, fig.claims, *(d.draw for d in fig.also))
     entries = [entry_module(s) for s in functions if s]
-    return modules_hash(("featlearn.figure", *entries), extra=fig.code)
+    return modules_hash(("featlearn.pipeline.figure", *entries), extra=fig.code)
 
 
 # ---- the two base rules: every paper's registry (featlearn/<paper>/registry.py) is turned into rules here.
-from featlearn.registry import CHECK, FIGURE, TABLE, Figure, Paths
+from featlearn.pipeline.registry import CHECK, FIGURE, TABLE, Figure, Paths
 
 PATHS = Paths(RESULTS)
 
@@ -200,14 +204,14 @@ REGISTERED_FIGURES = []
 
 # ------------------------------------------------------------------ job server (config key job_server)
 # With job_server on, the featlearn commands of a local run are forked from one warm process that has
-# imported torch and the plotting libraries once (src/featlearn/jobserver.py); the smoke overlay turns it
+# imported torch and the plotting libraries once (src/featlearn/pipeline/jobserver.py); the smoke overlay turns it
 # on. A rule with a benchmark file adds **usage_param(<benchmark pattern>) to its params and starts its shell
 # command with SERVER_ENV, so the worker's CPU time and memory are recorded beside the benchmark file, which
 # sees only the client process. Only for a local run on Linux without conda or containers (the server runs
 # Snakemake's own Python).
 JOB_SERVER = {"on": config["job_server"], "handle": None}
 SERVER_ENV = (
-    f"export {featlearn.jobclient.USAGE_ENV}={{params.usage:q}}; "
+    f"export {featlearn.pipeline.jobclient.USAGE_ENV}={{params.usage:q}}; "
     if JOB_SERVER["on"]
     else ""
 )
@@ -227,13 +231,13 @@ def start_job_server():
         and sys.platform.startswith("linux")
         and not methods & {"CONDA", "APPTAINER"}
     ):
-        JOB_SERVER["handle"] = featlearn.jobserver.start(
+        JOB_SERVER["handle"] = featlearn.pipeline.jobserver.start(
             f"{LOGS}/job_server", SRC, os.getpid()
         )
 
 
 def stop_job_server():
-    featlearn.jobserver.stop(JOB_SERVER["handle"])
+    featlearn.pipeline.jobserver.stop(JOB_SERVER["handle"])
     JOB_SERVER["handle"] = None
 
 
@@ -250,9 +254,9 @@ def job_work_dir(job):
 
 
 # Per-job limits measured by `python -m featlearn estimate` (results/estimate/resources.json, where it exists):
-# a job's runtime and mem_mb are then the estimate's, never below the rule's own (featlearn.sizing).
-ESTIMATED = featlearn.sizing.load_estimate(
-    f"{RESULTS}/{featlearn.sizing.ESTIMATE_RESOURCES}"
+# a job's runtime and mem_mb are then the estimate's, never below the rule's own (featlearn.pipeline.sizing).
+ESTIMATED = featlearn.pipeline.sizing.load_estimate(
+    f"{RESULTS}/{featlearn.pipeline.sizing.ESTIMATE_RESOURCES}"
 )
 
 
@@ -265,11 +269,11 @@ def job_limit(job, key):
 
     def limit(wildcards):
         floor = own(wildcards) if callable(own) else own
-        value = featlearn.sizing.sized(
+        value = featlearn.pipeline.sizing.sized(
             ESTIMATED, job.name, job.settings_json(wildcards), key, floor
         )
         if key == "runtime":
-            cap = featlearn.sizing.partition_runtime_cap(
+            cap = featlearn.pipeline.sizing.partition_runtime_cap(
                 partition_config(), gpu_slots(job)(wildcards) > 0
             )
             if cap is not None:
@@ -325,7 +329,7 @@ def job_gpu_memory(job):
         if job_device(job)(wildcards) == "cpu":
             return 0
         floor = mem(wildcards) if callable(mem) else mem
-        return featlearn.sizing.gpu_memory(
+        return featlearn.pipeline.sizing.gpu_memory(
             ESTIMATED, job.name, job.settings_json(wildcards), floor
         )
 
@@ -402,8 +406,8 @@ def further_drawings(fig, output):
     )
 
 
-from featlearn.targets import cannot_run
-from featlearn.targets import unavailable as unavailable_figures
+from featlearn.pipeline.targets import cannot_run
+from featlearn.pipeline.targets import unavailable as unavailable_figures
 
 
 def figure_files(fig):
@@ -457,7 +461,7 @@ def register_paper(reg):
 
 
 # ---- what the run says about itself (rules in scorecard.smk): its record, results pages, compute table.
-from featlearn.dag import JobIndex, files_of
+from featlearn.pipeline.dag import JobIndex, files_of
 
 RUN_RECORD = f"{RESULTS}/run.json"
 _JOB_INDEX = []

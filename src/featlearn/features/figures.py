@@ -1,7 +1,7 @@
 """Figures, tables and claims of the classification experiments, from the tidy tables only.
 
 Every figure has ``draw_<n>(inputs, cfg)`` (a matplotlib figure) and ``claims_<n>(inputs, cfg)``; every table
-``draw_table<n>(inputs, cfg)`` (a :class:`featlearn.figure.Table`) and ``claims_table<n>(inputs, cfg)``, as
+``draw_table<n>(inputs, cfg)`` (a :class:`featlearn.pipeline.figure.Table`) and ``claims_table<n>(inputs, cfg)``, as
 declared in :mod:`featlearn.features.registry`. ``cfg`` holds the figure's settings and ``scale``. Inputs are
 named: ``<job>_{scores,metrics,summary}`` (a training job's tables), ``extracted_<dataset>`` (extracted
 units), ``theory_{curves,scores}`` (linear NTK flow), ``stats_<dataset>`` (prepared dataset statistics).
@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from featlearn.claims import NAN, UNTRAINED, Claim, check, unchecked
+from featlearn.pipeline.claims import NAN, UNTRAINED, Claim, check, unchecked
 from featlearn.features.theory import bias_index, loss_matched_index
-from featlearn.figure import Table
+from featlearn.pipeline.figure import Table
 from featlearn.plotting import set_style
 
 PAPER = "features"

@@ -12,16 +12,16 @@ figure's settings are the part of the config it reads.
 from __future__ import annotations
 
 from featlearn.data.registry import PREPARED
-from featlearn.registry import FIGURE, TABLE, Figure, Job, PaperRegistry, Paths, Resources
+from featlearn.pipeline.registry import FIGURE, TABLE, Figure, Job, PaperRegistry, Paths, Resources
 
 PAPER = "features"
 EXTRACT_CODE = ("features/extract.py",)
 TRAIN_CODE = ("features/models.py", "features/train.py", "seeding.py", "features/experiments.py", "features/extract.py")
 THEORY_CODE = ("features/theory.py", "features/simulate.py", "features/experiments.py", "features/extract.py")
-PLOT_CODE = ("features/figures.py", "plotting.py", "claims.py")
+PLOT_CODE = ("features/figures.py", "plotting.py", "pipeline/claims.py")
 LM_WORD_CODE = ("lm", "training.py", "features/lm.py")
 LM_CHAR_CODE = ("features/gpt.py", "features/lm.py", "training.py")
-LM_PLOT_CODE = ("features/lm_figures.py", "plotting.py", "claims.py")
+LM_PLOT_CODE = ("features/lm_figures.py", "plotting.py", "pipeline/claims.py")
 EXPERIMENTS = "featlearn.features.experiments"
 FIGURES_MODULE = "featlearn.features.figures"
 LM_FIGURES_MODULE = "featlearn.features.lm_figures"

@@ -18,7 +18,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.ticker import MaxNLocator
 
-from featlearn.claims import UNTRAINED, Claim, check
+from featlearn.pipeline.claims import UNTRAINED, Claim, check
 from featlearn.plotting import set_style
 
 PAPER = "joma"

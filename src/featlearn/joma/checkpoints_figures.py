@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
-from featlearn.claims import Claim, check
+from featlearn.pipeline.claims import Claim, check
 from featlearn.plotting import set_style
 
 PAPER = "joma"

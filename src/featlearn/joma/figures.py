@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from featlearn.claims import Claim, check
+from featlearn.pipeline.claims import Claim, check
 from featlearn.joma import dynamics
 from featlearn.plotting import ordered_palette, set_style
 

@@ -13,20 +13,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from featlearn.registry import CHECK, TABLE, Drawing, Figure, Job, PaperRegistry, Paths, Resources
-from featlearn.sizing import gpu_rate, lm_tokens, runtime_minutes
+from featlearn.pipeline.registry import CHECK, TABLE, Drawing, Figure, Job, PaperRegistry, Paths, Resources
+from featlearn.pipeline.sizing import gpu_rate, lm_tokens, runtime_minutes
 
 PAPER = "joma"
 DYNAMICS_CODE = ("joma/dynamics.py", "joma/experiments.py")
-DYNAMICS_PLOT = ("joma/figures.py", "plotting.py", "claims.py")
+DYNAMICS_PLOT = ("joma/figures.py", "plotting.py", "pipeline/claims.py")
 SIM_CODE = ("joma/attention_sim.py",)
-SIM_PLOT = ("joma/attention_sim_figures.py", "plotting.py", "claims.py")
+SIM_PLOT = ("joma/attention_sim_figures.py", "plotting.py", "pipeline/claims.py")
 LM_CODE = ("lm", "training.py", "joma/wikitext.py")
-LM_PLOT = ("joma/wikitext_figures.py", "lm/attention.py", "plotting.py", "claims.py")
+LM_PLOT = ("joma/wikitext_figures.py", "lm/attention.py", "plotting.py", "pipeline/claims.py")
 HIER_CODE = ("joma/hierarchy.py", "joma/table1.py", "seeding.py")
-HIER_PLOT = ("joma/table1_figures.py", "plotting.py", "claims.py")
+HIER_PLOT = ("joma/table1_figures.py", "plotting.py", "pipeline/claims.py")
 CKPT_CODE = ("joma/checkpoints.py", "lm/rank.py", "lm/attention.py")
-CKPT_PLOT = ("joma/checkpoints_figures.py", "plotting.py", "claims.py")
+CKPT_PLOT = ("joma/checkpoints_figures.py", "plotting.py", "pipeline/claims.py")
 # The claims each figure may write (patterns: <dataset>, <model> and the number of layers are filled in by
 # the run; "fig2_nc_[!p]*" is NC(z_hat, z) per X setting, "fig2_nc_part2_*" its second part alone).
 CLAIM_IDS = {
@@ -71,7 +71,7 @@ def lm_log(paths: Paths, dataset: str, n_layer: int, lr: float, seed: int) -> st
 def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
     from featlearn.lm import epoch_budget
     from featlearn.joma.hub import available
-    from featlearn.workflow import pretrained_checkpoints
+    from featlearn.pipeline.workflow import pretrained_checkpoints
 
     cfg = config[PAPER]
     out = lambda *parts: paths.paper(PAPER, *parts)  # noqa: E731
@@ -151,7 +151,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
         lambda wc: {**wiki_settings, **epoch_budget(wiki, wc.dataset), "dataset": wc.dataset, "n_layer": int(wc.n_layer),
                     "lr": float(wc.lr), "seed": int(wc.seed)},
         LM_CODE, stem=f"wikitext/{run_name}", threads=cfg["threads"], mem_mb=6000, gpu=True,
-        # the time limit from the run's size (featlearn.sizing): the tokens it trains on over its depth's
+        # the time limit from the run's size (featlearn.pipeline.sizing): the tokens it trains on over its depth's
         # measured GPU throughput, never below the per-depth limit that holds on a CPU at default scale
         runtime=lambda wc: runtime_minutes(
             lm_tokens({**wiki_settings, **epoch_budget(wiki, wc.dataset)}, wc.dataset, LM_BATCH, BPTT),

@@ -8,8 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from featlearn.claims import UNTRAINED, Claim, check
-from featlearn.figure import Table
+from featlearn.pipeline.claims import UNTRAINED, Claim, check
+from featlearn.pipeline.figure import Table
 from featlearn.plotting import ordered_palette, set_style
 
 PAPER = "joma"

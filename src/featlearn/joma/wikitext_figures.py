@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from featlearn.claims import UNTRAINED, Claim, check, frozen_at_init
+from featlearn.pipeline.claims import UNTRAINED, Claim, check, frozen_at_init
 from featlearn.lm.attention import uniform_causal_entropy
 from featlearn.plotting import ordered_palette, set_style
 

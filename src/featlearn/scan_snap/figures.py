@@ -15,7 +15,7 @@ import pandas as pd
 import seaborn as sns
 from scipy.stats import spearmanr
 
-from featlearn.claims import NAN, UNTRAINED, Claim, check, frozen_at_init
+from featlearn.pipeline.claims import NAN, UNTRAINED, Claim, check, frozen_at_init
 from featlearn.plotting import ordered_palette, set_style
 from featlearn.scan_snap.constants import LAYOUTS, N_COMMON, N_DISTINCT
 

@@ -8,15 +8,15 @@ of the config it reads, so that changing another part does not redraw it.
 from __future__ import annotations
 
 from featlearn.lm import epoch_budget
-from featlearn.registry import CHECK, Figure, Job, PaperRegistry, Paths, Resources
-from featlearn.sizing import gpu_rate, lm_tokens, runtime_minutes
+from featlearn.pipeline.registry import CHECK, Figure, Job, PaperRegistry, Paths, Resources
+from featlearn.pipeline.sizing import gpu_rate, lm_tokens, runtime_minutes
 
 PAPER = "scan_snap"
 SYNTHETIC_CODE = tuple(
     f"scan_snap/{m}.py" for m in ("data", "model", "train", "metrics", "theory", "experiments")
 ) + ("seeding.py",)
 LM_CODE = ("lm", "training.py", "scan_snap/wikitext.py")
-PLOT_CODE = ("scan_snap/figures.py", "plotting.py", "claims.py")
+PLOT_CODE = ("scan_snap/figures.py", "plotting.py", "pipeline/claims.py")
 # The claims each figure checks (the claims functions of scan_snap/figures.py write exactly these).
 CLAIM_IDS = {
     "generator": ("gen_freq",),
@@ -123,7 +123,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
                 stem="wikitext_{variant}",
                 code=LM_CODE,
                 threads=cfg["threads"],
-                # the time limit from the run's size and its model's measured GPU throughput (featlearn.sizing),
+                # the time limit from the run's size and its model's measured GPU throughput (featlearn.pipeline.sizing),
                 # never below 2 hours (enough for the default scale on a CPU); batch 20 x bptt 35 [C]
                 resources=Resources(mem_mb=6000, gpu=True, runtime=lambda wc: runtime_minutes(
                     lm_tokens(runs[wc.variant][1], runs[wc.variant][0], 20, 35),

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from featlearn.data.registry import DATASETS
-from featlearn.registry import TABLE, Drawing, Figure, Job, PaperRegistry, Paths, Resources
-from featlearn.sizing import gpu_rate, lm_tokens, runtime_minutes
+from featlearn.pipeline.registry import TABLE, Drawing, Figure, Job, PaperRegistry, Paths, Resources
+from featlearn.pipeline.sizing import gpu_rate, lm_tokens, runtime_minutes
 from featlearn.templates.sweeps.grids import GRIDS as GRID_RECORDS
 from featlearn.templates.sweeps.grids import SWEEP_FIGURES
 
@@ -42,12 +42,12 @@ CLAIM_IDS = {
 
 SWEEP_CODE = ("templates/sweeps/experiments.py", "templates/sweeps/engine.py", "seeding.py", "templates/models.py",
               "templates/tasks.py")
-SWEEP_PLOT = ("templates/sweeps/figures.py", "plotting.py", "claims.py")
+SWEEP_PLOT = ("templates/sweeps/figures.py", "plotting.py", "pipeline/claims.py")
 KERNEL_CODE = ("templates/kernels/theory.py", "templates/tasks.py")
-KERNEL_PLOT = ("templates/kernels/figures.py", "plotting.py", "claims.py")
+KERNEL_PLOT = ("templates/kernels/figures.py", "plotting.py", "pipeline/claims.py")
 LM_CODE = ("templates/gpt2/experiments.py", "templates/gpt2/checkpoints.py", "training.py")
 T5_CODE = (*LM_CODE, "templates/tasks.py")
-GPT2_PLOT = ("templates/gpt2/figures.py", "plotting.py", "claims.py")
+GPT2_PLOT = ("templates/gpt2/figures.py", "plotting.py", "pipeline/claims.py")
 SWEEPS = "featlearn.templates.sweeps.experiments"
 SWEEP_PLOTS = "featlearn.templates.sweeps.figures"
 GPT2 = "featlearn.templates.gpt2.experiments"
@@ -104,7 +104,7 @@ def wikitext_logs(config: dict, paths: Paths, dataset_on) -> list[str]:
 def pretrained(config: dict) -> tuple[list[tuple[str, str]], list[str]]:
     """The usable GPT-2 checkpoints (model, revision) of Figs. 7 and 24, and why the others are left out."""
     from featlearn.templates.gpt2.checkpoints import available
-    from featlearn.workflow import pretrained_checkpoints
+    from featlearn.pipeline.workflow import pretrained_checkpoints
 
     pre = config[PAPER]["gpt2"]["pretrained"]
     ckpts, skipped = pretrained_checkpoints(pre, config["data"]["offline"], available=available)
@@ -269,7 +269,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
         stem="gpt2_wikitext/{dataset}/{variant}",
         code=LM_CODE,
         threads=wiki["threads"],
-        # the time limit from the run's size and GPT-2's measured GPU throughput (featlearn.sizing), never
+        # the time limit from the run's size and GPT-2's measured GPU throughput (featlearn.pipeline.sizing), never
         # below 2 hours (the default scale's small GPT on a CPU)
         resources=Resources(mem_mb=wiki["mem_mb"], gpu=True, runtime=lambda wc: runtime_minutes(
             # `steps`, when set, wins over `epochs` (as in the training code)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from featlearn.claims import UNTRAINED, Claim, check, frozen_at_init
+from featlearn.pipeline.claims import UNTRAINED, Claim, check, frozen_at_init
 from featlearn.plotting import set_style
 
 PAPER = "templates"
@@ -113,7 +113,7 @@ def claims_6(inputs: dict, cfg: dict) -> list[Claim]:
 
 def table_6(inputs: dict, cfg: dict):
     """Fig. 6's table: final validation perplexities of both variants next to the paper's values."""
-    from featlearn.figure import Table
+    from featlearn.pipeline.figure import Table
 
     df, summary = _fig6_logs(inputs)
     scale = cfg["scale"]

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from featlearn.claims import Claim, check
+from featlearn.pipeline.claims import Claim, check
 from featlearn.plotting import set_style
 
 PAPER = "templates"

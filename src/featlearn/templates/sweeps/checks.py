@@ -12,7 +12,7 @@ def checks(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     the claims themselves (``outputs["claims"]``, at ``settings["scale"]``)."""
     import pandas as pd
 
-    from featlearn.claims import write_claims
+    from featlearn.pipeline.claims import write_claims
     from featlearn.templates.sweeps.figures import check_claims
 
     rows = pd.DataFrame(data_and_identity_checks())

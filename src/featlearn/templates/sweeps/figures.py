@@ -28,7 +28,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from featlearn.claims import Claim, check, unchecked
+from featlearn.pipeline.claims import Claim, check, unchecked
 from featlearn.plotting import from_zero, set_style, text_colour
 from featlearn.templates.sweeps.grids import sweep_figure
 from featlearn.templates.sweeps.selection import n_star, select_lr
@@ -576,7 +576,7 @@ def check_claims(rows: pd.DataFrame, scale: str) -> list[Claim]:
     """Claims 1 and 2 from ``experiments.data_and_identity_checks``'s table: checks of this project's own
     data and models (kind sanity). The checks job writes them without the figure command, so they are checked
     against the registry's declaration here."""
-    from featlearn.figure import check_declared
+    from featlearn.pipeline.figure import check_declared
     from featlearn.templates.registry import CLAIM_IDS
 
     data = rows[rows["check"] == "data"]

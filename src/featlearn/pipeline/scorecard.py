@@ -7,7 +7,7 @@ import os
 from collections import defaultdict
 
 from featlearn import PAPERS
-from featlearn.claims import (
+from featlearn.pipeline.claims import (
     NOT_DISCRIMINATING,
     NOT_REPRODUCED,
     REPRODUCED,
@@ -112,7 +112,7 @@ def paper_section(rows: list[Claim]) -> list[str]:
 
 def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None, record: dict | None = None) -> str:
     """The scorecard page; ``record`` (the run record) names the scale and the code that produced it."""
-    from featlearn.runrecord import provenance_line
+    from featlearn.pipeline.runrecord import provenance_line
 
     by_paper: dict[str, list[Claim]] = defaultdict(list)
     for c in claims:
@@ -160,7 +160,7 @@ def build_scorecard(
     text = render_markdown(claims, skipped, record)
     write_text(out_md, text)
     if out_html:
-        from featlearn.markdown_html import markdown_to_html
+        from featlearn.pipeline.markdown_html import markdown_to_html
 
         write_text(out_html, markdown_to_html(text, "featlearn: scorecard"))
     return claims

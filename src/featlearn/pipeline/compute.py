@@ -1,4 +1,4 @@
-"""``python -m featlearn compute``: run one registry :class:`~featlearn.registry.Job` (what compute rules run).
+"""``python -m featlearn compute``: run one registry :class:`~featlearn.pipeline.registry.Job` (what compute rules run).
 
 Settings arrive as JSON, inputs and outputs as JSON objects of named paths. The device is resolved here,
 once per job, and the numeric thread count is set here, once.
@@ -22,7 +22,7 @@ class Context:
 
 
 def run_job(run: str, settings: dict, inputs: dict, outputs: dict, ctx: Context) -> None:
-    from featlearn.registry import load
+    from featlearn.pipeline.registry import load
 
     load(run)(settings, inputs, outputs, ctx)
 
@@ -32,7 +32,7 @@ def code_fingerprint() -> str:
     import hashlib
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]  # src/featlearn
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         h.update(str(path.relative_to(root)).encode())

@@ -62,11 +62,11 @@ class Job:
     """One compute rule: ``python -m featlearn compute --run <run>`` with named inputs and outputs.
 
     ``run`` names ``module:function``; the function is called as ``function(settings, inputs, outputs, ctx)``
-    with the settings parsed from JSON, the named paths, and a :class:`featlearn.compute.Context` (device,
+    with the settings parsed from JSON, the named paths, and a :class:`featlearn.pipeline.compute.Context` (device,
     threads, work folder). ``settings`` is a JSON-able dict, or a function of the wildcards returning one.
     ``stem`` names the log and benchmark files (``results/logs/<paper>/<stem>.log``). ``code`` lists package
     files or folders hashed into the rule's code hash on top of the import closure of ``run``
-    (:mod:`featlearn.imports`), which already covers every module the job may import.
+    (:mod:`featlearn.pipeline.imports`), which already covers every module the job may import.
     """
 
     name: str
@@ -122,7 +122,7 @@ class Figure:
     """One figure, table or claims-only check of a paper, and the claims it checks.
 
     ``draw`` names ``module:function`` with ``function(inputs, cfg)`` returning a matplotlib figure (kind
-    ``figure``) or a :class:`featlearn.figure.Table` (kind ``table``); ``claims`` names
+    ``figure``) or a :class:`featlearn.pipeline.figure.Table` (kind ``table``); ``claims`` names
     ``function(inputs, cfg) -> list[Claim]``. ``cfg`` is ``settings`` plus ``scale``. A ``check`` has claims
     and no drawing. The rule is ``fig_<paper>_<id>``, ``table_<paper>_<id>`` or ``check_<paper>_<id>``.
 

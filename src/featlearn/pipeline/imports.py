@@ -15,7 +15,7 @@ import hashlib
 from pathlib import Path
 
 PACKAGE = "featlearn"
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # src/featlearn
 
 
 def module_file(name: str, root: Path = PACKAGE_DIR) -> Path | None:

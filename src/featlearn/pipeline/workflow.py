@@ -15,7 +15,7 @@ from pathlib import Path
 from featlearn.data.fetch import find_in_mirror, resolve_mirror, resolve_offline
 from featlearn.data.registry import DATASETS, PREPARED
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # src/featlearn
 
 # Prepared datasets each paper reads (see ../reference notes of each paper and the papers' data sections).
 PAPER_DATASETS: dict[str, tuple[str, ...]] = {

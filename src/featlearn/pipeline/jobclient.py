@@ -1,5 +1,5 @@
 """The job client: how a ``python -m featlearn`` job hands its command line to the job server
-(:mod:`featlearn.jobserver`), and where the server's workers leave their resource usage. Standard library only:
+(:mod:`featlearn.pipeline.jobserver`), and where the server's workers leave their resource usage. Standard library only:
 a job that the server runs imports nothing else.
 
 The client connects to the server's Unix socket and sends its command line, working folder, environment and

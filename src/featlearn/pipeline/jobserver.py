@@ -5,12 +5,12 @@ Starting Python and importing PyTorch costs about 2-3 CPU-seconds per process on
 most of a smoke-scale job. With the server on, the Snakefile starts one server per local run (``onstart``)
 and every compute and figure job's command becomes a thin client:
 
-1. the client (:mod:`featlearn.jobclient`: ``python -m featlearn ...`` imports no library) connects to the server's Unix
+1. the client (:mod:`featlearn.pipeline.jobclient`: ``python -m featlearn ...`` imports no library) connects to the server's Unix
    socket and sends its command line, working folder, environment and its standard input, output and
    error (the job's log) as file descriptors;
 2. the server checks that the package's code is the code it started with (else it refuses, and the client
    runs the job itself), then forks a worker that takes over those descriptors, folder and environment
-   and runs ``featlearn.cli.main`` on the command line, exactly as a fresh process would;
+   and runs ``featlearn.pipeline.cli.main`` on the command line, exactly as a fresh process would;
 3. the server tells the client the worker started; when the worker ends, it sends its exit status and
    resource usage (``wait4``), and the client exits with that status.
 
@@ -27,7 +27,7 @@ process, so a job never fails because of the server.
 Accounting: Snakemake's ``benchmark:`` files measure the client's process tree, which does not contain
 the worker. The client therefore appends the worker's CPU seconds and peak resident memory to the file named
 by ``FEATLEARN_USAGE`` (the rules set it to ``<benchmark>.server.json``), and
-:func:`featlearn.pages.read_benchmark` adds them to what the benchmark file measured.
+:func:`featlearn.pipeline.pages.read_benchmark` adds them to what the benchmark file measured.
 
 Only on Linux (forking after these imports is not safe on macOS), on a single machine (never inside a
 cluster job), and only for commands that stay on the CPU (a ``--device auto`` or ``cuda`` job runs in its
@@ -44,7 +44,7 @@ import struct
 import sys
 import time
 
-from featlearn.jobclient import SOCKET_ENV, _recv, _send
+from featlearn.pipeline.jobclient import SOCKET_ENV, _recv, _send
 
 POLL_S = 0.05
 REQUEST_TIMEOUT_S = 5.0  # a connected client sends its request at once; a silent one is dropped after this
@@ -84,7 +84,7 @@ def preload() -> None:
 
 class Server:
     def __init__(self, path: str, parent: int | None = None):
-        from featlearn.compute import code_fingerprint
+        from featlearn.pipeline.compute import code_fingerprint
 
         self.path = path
         self.parent = parent if parent is not None else os.getppid()
@@ -127,7 +127,7 @@ class Server:
             extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in sys.path]
             sys.path[1:1] = extra
             sys.argv = [sys.argv[0], *request["argv"]]
-            from featlearn.cli import main
+            from featlearn.pipeline.cli import main
 
             code = main(request["argv"])
         except SystemExit as exc:
@@ -158,7 +158,7 @@ class Server:
             conn.close()
             return
         conn.settimeout(None)
-        from featlearn.compute import code_fingerprint
+        from featlearn.pipeline.compute import code_fingerprint
 
         now = code_fingerprint()
         if now != self.code or len(fds) != 3:
@@ -390,7 +390,7 @@ def _main(args) -> None:
 
 def register(sub) -> None:
     p = sub.add_parser("job-server", help="serve the jobs of one local run from one warm process (see "
-                                          "featlearn.jobserver; the workflow starts it when job_server is on)")
+                                          "featlearn.pipeline.jobserver; the workflow starts it when job_server is on)")
     p.add_argument("--socket", required=True, help="path of the Unix socket to listen on")
     p.add_argument("--parent", type=int, default=None,
                    help="pid whose end ends the server (default: the parent process)")

@@ -1,8 +1,8 @@
-"""``python -m featlearn figure``: draw one registry :class:`~featlearn.registry.Figure` and write its claims.
+"""``python -m featlearn figure``: draw one registry :class:`~featlearn.pipeline.registry.Figure` and write its claims.
 
 A draw function returns a matplotlib figure (saved in every requested format) or a :class:`Table` (written
 as CSV and Markdown, and LaTeX where it has one); a claims function returns the list of
-:class:`~featlearn.claims.Claim` it checked. One command writes the record's own drawing (``--draw``,
+:class:`~featlearn.pipeline.claims.Claim` it checked. One command writes the record's own drawing (``--draw``,
 ``--figures``) and each further drawing of the record (``--also``: its function and files).
 """
 
@@ -58,8 +58,8 @@ def check_declared(claims, declared: list[str]) -> None:
 
 
 def _main(args) -> None:
-    from featlearn.claims import write_claims
-    from featlearn.registry import load
+    from featlearn.pipeline.claims import write_claims
+    from featlearn.pipeline.registry import load
 
     inputs = json.loads(args.inputs)
     cfg = {**json.loads(args.settings), "scale": args.scale}

@@ -17,7 +17,7 @@ _MISSING = object()
 
 def scale_configs(config_dir: str | os.PathLike) -> dict[str, dict]:
     """The merged config of each scale: config.yaml, and config.yaml with smoke.yaml or paper.yaml on top."""
-    from featlearn.workflow import scale_config
+    from featlearn.pipeline.workflow import scale_config
 
     return {scale: scale_config(scale, config_dir) for scale in SCALES}
 

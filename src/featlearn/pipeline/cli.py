@@ -1,7 +1,7 @@
 """The command line: ``python -m featlearn <command> ...`` (what the Snakemake rules run) is :func:`main`.
 
 It imports no library before it knows the command: a job of a run with a job server only hands its command
-line to the server (:mod:`featlearn.jobclient`), and each command imports what it needs."""
+line to the server (:mod:`featlearn.pipeline.jobclient`), and each command imports what it needs."""
 
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ def _data_summary(args) -> None:
 
 
 def _claims_merge(args) -> None:
-    from featlearn.claims import merge_claims
-    from featlearn.scorecard import headline
+    from featlearn.pipeline.claims import merge_claims
+    from featlearn.pipeline.scorecard import headline
 
     unchecked = json.loads(args.unchecked) if args.unchecked else {}
     claims = merge_claims(args.parts, args.out, paper=args.paper, unchecked_claims=unchecked, scale=args.scale)
@@ -49,7 +49,7 @@ def _claims_merge(args) -> None:
 
 
 def _scorecard(args) -> None:
-    from featlearn.scorecard import build_scorecard, headline
+    from featlearn.pipeline.scorecard import build_scorecard, headline
 
     skipped = json.loads(args.skipped) if args.skipped else {}
     record = None
@@ -62,17 +62,17 @@ def _scorecard(args) -> None:
 
 # module -> the subcommands its register(sub) adds
 COMMAND_MODULES = {
-    "featlearn.runrecord": ("run-record",),
-    "featlearn.pages": ("paper-page", "compute-table"),
-    "featlearn.config_docs": ("config-docs",),
-    "featlearn.compute": ("compute",),
-    "featlearn.figure": ("figure",),
+    "featlearn.pipeline.runrecord": ("run-record",),
+    "featlearn.pipeline.pages": ("paper-page", "compute-table"),
+    "featlearn.pipeline.config_docs": ("config-docs",),
+    "featlearn.pipeline.compute": ("compute",),
+    "featlearn.pipeline.figure": ("figure",),
     "featlearn.scan_snap.bench": ("scan-snap-bench",),
     "featlearn.templates.sweeps.bench": ("templates-bench",),
     "featlearn.lm_bench": ("lm-bench",),
     "featlearn.estimate": ("estimate",),
-    "featlearn.jobserver": ("job-server",),
-    "featlearn.targets": ("figures",),
+    "featlearn.pipeline.jobserver": ("job-server",),
+    "featlearn.pipeline.targets": ("figures",),
 }
 
 
@@ -137,7 +137,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from featlearn.jobclient import run_via_server
+    from featlearn.pipeline.jobclient import run_via_server
 
     # a job of a run with a job server: a worker forked from the warm server runs it (None: run it here)
     status = run_via_server(sys.argv[1:] if argv is None else argv)

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
-from featlearn.registry import Figure, Job, Paths
+from featlearn.pipeline.registry import Figure, Job, Paths
 
 _WILDCARD = re.compile(r"\{(\w+)(?:,([^{}]*))?\}")
 

@@ -97,8 +97,8 @@ def _title(fig, report_dir: Path) -> str:
 
 def listing(configfiles: list[str], results: str = "results", report_dir: str = "workflow/report") -> str:
     """Markdown table of every figure, table and check target: rule, paper, label, title, and this run's status."""
-    import featlearn.workflow as wf
-    from featlearn.registry import Paths, report_order
+    import featlearn.pipeline.workflow as wf
+    from featlearn.pipeline.registry import Paths, report_order
 
     config = wf.merged_config(configfiles)
     paths = Paths(results)

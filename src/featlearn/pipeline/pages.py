@@ -3,7 +3,7 @@
 (``results/benchmarks.md``) built from Snakemake's ``benchmark:`` files.
 
 Every number on these pages is read from the run's own files (claims tables, benchmark files, the run
-record, :mod:`featlearn.runrecord`); nothing is typed in. The manifests the rules pass (figures, their jobs and
+record, :mod:`featlearn.pipeline.runrecord`); nothing is typed in. The manifests the rules pass (figures, their jobs and
 benchmark files, how this run's settings differ from ``config/paper.yaml``) are built by the Snakefile from the
 paper registries.
 """
@@ -18,9 +18,9 @@ import re
 from pathlib import Path
 
 from featlearn.io import write_text
-from featlearn.jobclient import read_usage
-from featlearn.markdown_html import markdown_to_html
-from featlearn.runrecord import provenance_line
+from featlearn.pipeline.jobclient import read_usage
+from featlearn.pipeline.markdown_html import markdown_to_html
+from featlearn.pipeline.runrecord import provenance_line
 
 ARXIV = {
     "features": "https://arxiv.org/abs/2310.16350",
@@ -38,7 +38,7 @@ def read_benchmark(path: str | os.PathLike) -> dict | None:
     over its rows, as ``benchmark: repeat(...)`` writes one row per repeat), and whether the job ran in the
     job server (``served``); None if it is absent.
 
-    A job run by the job server (:mod:`featlearn.jobserver`) left its workers' CPU seconds and peak memory
+    A job run by the job server (:mod:`featlearn.pipeline.jobserver`) left its workers' CPU seconds and peak memory
     beside the benchmark file, which saw only the client processes: their CPU seconds are added and the
     peak is the larger of the two."""
     path = Path(path)
@@ -125,8 +125,8 @@ def _short(value, width: int = 70) -> str:
 
 def render_page(manifest: dict, claims_csv: str | os.PathLike, record: dict) -> str:
     """The Markdown results page of one paper."""
-    from featlearn.claims import read_claims
-    from featlearn.scorecard import TITLES, headline, paper_section
+    from featlearn.pipeline.claims import read_claims
+    from featlearn.pipeline.scorecard import TITLES, headline, paper_section
 
     paper = manifest["paper"]
     claims = read_claims(claims_csv) if Path(claims_csv).is_file() else []
