@@ -71,3 +71,23 @@ def test_the_figure_listing_names_every_target_with_its_status(tmp_path, capsys,
     assert "| ready |" in next(ln for ln in rows if ln.startswith("| `fig_joma_4`"))
     ready = sum(ln.endswith("| ready |") for ln in rows)
     assert 0 < ready < len(rules) and f"{ready} of {len(rules)} targets can run" in out
+
+
+def test_a_missing_figures_claims_become_unchecked_rows_with_the_reason():
+    """Issue 37: a skipped figure's claims leave a row, unless the paper's registry lists them already."""
+    from featlearn.pipeline.targets import unchecked_claims
+
+    fig = Figure("joma", "7", {}, (), draw="m:d", claims="m:c", claim_ids=("fig7_top_rebound_*", "fig7_one"))
+    rows = unchecked_claims(fig, "fig_joma_7 (joma Fig. 7) cannot run here: no weights. To run it: download", {})
+    assert rows == {"fig7_top_rebound_*": ("Fig. 7", "the claims fig7_top_rebound_* of Fig. 7", "no weights. To run it: download"),
+                    "fig7_one": ("Fig. 7", "claim fig7_one of Fig. 7", "no weights. To run it: download")}
+    assert list(unchecked_claims(fig, "x", {"fig7_top_rebound_pythia-70m": ("Fig. 7", "s", "w")})) == ["fig7_one"]
+
+
+def test_the_claims_table_of_a_paper_lists_its_missing_figures_claims(tmp_path):
+    work = copy_workflow(tmp_path / "wf")
+    env = {"FEATLEARN_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    out = snakemake(work, "results/joma/claims.csv", *SMOKE, "-n", "-p", env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    merge = next(ln for ln in out.stdout.splitlines() if "claims-merge" in ln and "--paper joma" in ln)
+    assert "fig7_top_rebound_*" in merge and "fig7_step0_gaussian_*" in merge and "To run it:" in merge

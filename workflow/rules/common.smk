@@ -406,7 +406,7 @@ def further_drawings(fig, output):
     )
 
 
-from featlearn.pipeline.targets import cannot_run
+from featlearn.pipeline.targets import cannot_run, unchecked_claims
 from featlearn.pipeline.targets import unavailable as unavailable_figures
 
 

@@ -67,10 +67,23 @@ def why_missing(fig, skipped: dict[str, str]) -> str:
     return f"{fig.rule} ({fig.paper} {fig.label}) cannot run here: {reason}. To run it: {_hint(reason)}."
 
 
-def unavailable(config: dict, paths, present: set[str], skipped: dict[str, str]) -> dict[str, str]:
-    """rule -> one line saying why, for every figure rule the papers have that this run leaves out."""
-    return {rule: why_missing(fig, skipped) for rule, fig in possible_figures(config, paths).items()
+def unavailable(config: dict, paths, present: set[str], skipped: dict[str, str]) -> dict[str, tuple]:
+    """rule -> (its Figure record, one line saying why), for every figure rule the papers have that this run
+    leaves out."""
+    return {rule: (fig, why_missing(fig, skipped)) for rule, fig in possible_figures(config, paths).items()
             if rule not in present and config["papers"][fig.paper]}
+
+
+def unchecked_claims(fig, why: str, listed: dict) -> dict[str, tuple[str, str, str]]:
+    """The claims of figure ``fig``, which this run cannot make, as unchecked rows: claim id (a declared pattern
+    such as ``fig7_top_rebound_*`` stands for its claims) -> (figure, statement, why). Claims the paper's registry
+    already lists as unchecked (``listed``) are left to it."""
+    from fnmatch import fnmatchcase
+
+    reason = why.split(" cannot run here: ", 1)[-1]
+    return {cid: (fig.label, f"the claims {cid} of {fig.label}" if "*" in cid or "[" in cid else f"claim {cid} of {fig.label}",
+                  reason)
+            for cid in fig.claim_ids if not any(fnmatchcase(done, cid) or done == cid for done in listed)}
 
 
 def cannot_run(why: str):
@@ -119,7 +132,7 @@ def listing(configfiles: list[str], results: str = "results", report_dir: str = 
                for what, s in ((f"dataset {n}", st) for n, st in status.items()) if not s.enabled}
     for reg in regs.values():
         skipped.update(reg.skipped)
-    missing = unavailable(config, paths, present, skipped)
+    missing = {rule: why for rule, (_, why) in unavailable(config, paths, present, skipped).items()}
     figures = sorted(possible_figures(config, paths).values(), key=lambda f: (PAPERS.index(f.paper), report_order(f.kind, f.id)))
     lines = ["| target | paper | what | title | this run |", "|---|---|---|---|---|"]
     for fig in figures:
