@@ -394,3 +394,26 @@ def test_fig6_ratio_two_dip_on_planted_entropies(tmp_path):
     # without ratio 1 in the grid (or without 3 queries) there is nothing to compare: no claim
     no_ratio_one = F.claims_6(_syn_medium(tmp_path, ez_effect=0.1, ratio_effect=0.05), {"scale": "test"})
     assert "10b" not in {c.claim_id for c in no_ratio_one}
+
+
+def test_fig10_entropy_claim_is_gated_by_convergence(tmp_path):
+    """Issue 37: runs that have not converged leave the entropy claim, a statement about converged runs, unchecked
+    with the prerequisite named; converged runs decide it."""
+    cfg = {"scale": "test", "datasets": ["wikitext2"], "lrs": [0.5, 2.0, 5.0]}
+    converged = {c.claim_id: c for c in F.claims_10({"logs": _val_logs(tmp_path, [8.0, 6.0, 5.5, 5.02, 5.0, 5.0])}, cfg)}
+    assert converged["wiki_entropy_lr_wikitext2"].verdict == "reproduced"  # the entropy falls with lr in _val_logs
+    falling = {c.claim_id: c for c in F.claims_10({"logs": _val_logs(tmp_path, [8.0, 7.0, 6.0, 5.5, 5.2, 4.9])}, cfg)}
+    gated = falling["wiki_entropy_lr_wikitext2"]
+    assert gated.verdict == "unchecked" and math.isnan(gated.measured)
+    assert "prerequisite wiki_converged_wikitext2 failed" in gated.note and "would be reproduced" in gated.note
+
+
+def test_gate_leaves_a_claim_whose_prerequisites_hold():
+    from featlearn.pipeline.claims import check, gate
+
+    claim = check("scan_snap", "c", "Fig. 10", "s", "m", -0.9, "<=", -0.8, "test")
+    ok = check("scan_snap", "p", "Fig. 10", "s", "m", 0.01, "<=", 0.02, "test", kind="sanity")
+    bad = check("scan_snap", "p", "Fig. 10", "s", "m", 0.06, "<=", 0.02, "test", kind="sanity")
+    assert gate(claim, ok) is claim and gate(claim, bad).verdict == "unchecked"
+    paper_claim_fails = check("scan_snap", "q", "Fig. 10", "s", "m", 0.06, "<=", 0.02, "test")
+    assert gate(claim, paper_claim_fails) is claim  # only a failed sanity check gates

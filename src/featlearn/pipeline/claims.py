@@ -190,6 +190,19 @@ def unchecked(paper: str, claim_id: str, figure: str, statement: str, why: str, 
                  paper_value=paper_value, verdict=UNCHECKED, note=why)
 
 
+def gate(claim: Claim, *prerequisites: Claim) -> Claim:
+    """``claim``, or, when a sanity check it rests on failed (a run that has not converged, a data count off), the
+    same claim as ``unchecked: prerequisite <id> failed`` with what it measured in the note: a claim about
+    converged runs says nothing about runs that have not converged."""
+    failed = [p for p in prerequisites if p.kind == "sanity" and p.verdict == SANITY_FAILED]
+    if not failed or claim.verdict == UNCHECKED:
+        return claim
+    why = "; ".join(f"prerequisite {p.claim_id} failed ({p.metric} = {p.measured:.4g}, needs {p.target})" for p in failed)
+    was = f"; measured {claim.measured:.4g} against {claim.target}, which would be {claim.verdict}"
+    return unchecked(claim.paper, claim.claim_id, claim.figure, claim.statement, why + was, claim.scale, kind=claim.kind,
+                     paper_value=claim.paper_value, reason=claim.threshold_reason)
+
+
 def write_claims(path: str | os.PathLike, claims: Iterable[Claim]) -> None:
     with atomic_open(path, newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS)
