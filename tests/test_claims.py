@@ -175,3 +175,24 @@ def test_merge_lists_the_claims_of_skipped_figures_as_unchecked(tmp_path):
 
     with pytest.raises(ValueError, match="both measured and listed as unchecked"):
         merge_claims([part], out, paper="features", unchecked_claims={"2-sst-mlp-means": ["Fig. 2", "s", "why"]})
+
+
+def test_merge_gates_claims_on_their_failed_prerequisites(tmp_path):
+    """Issue 37: a paper-level gate (claim pattern -> sanity checks) makes the claims unchecked when a check failed,
+    and leaves them when it holds."""
+    write_claims(tmp_path / "a.csv", [
+        check("features", "2-imdb-sa-means", "Fig. 13", "s", "m", 7.8, ">", 0.0, "smoke"),
+        check("features", "2-sst-sa-means", "Fig. 2", "s", "m", 7.8, ">", 0.0, "smoke"),
+        check("features", "1-imdb-vocab", "Table 2", "s", "rel. diff", 0.31, "<=", 0.05, "smoke", kind="sanity"),
+    ])
+    gates = {"2-imdb-*": ["1-imdb-vocab"]}
+    claims = {c.claim_id: c for c in merge_claims([tmp_path / "a.csv"], tmp_path / "m.csv", paper="features", gates=gates)}
+    gated = claims["2-imdb-sa-means"]
+    assert gated.verdict == "unchecked" and "prerequisite 1-imdb-vocab failed" in gated.note
+    assert claims["2-sst-sa-means"].verdict == "reproduced"
+    write_claims(tmp_path / "b.csv", [
+        check("features", "2-imdb-sa-means", "Fig. 13", "s", "m", 7.8, ">", 0.0, "smoke"),
+        check("features", "1-imdb-vocab", "Table 2", "s", "rel. diff", 0.01, "<=", 0.05, "smoke", kind="sanity"),
+    ])
+    held = merge_claims([tmp_path / "b.csv"], tmp_path / "n.csv", paper="features", gates=gates)
+    assert held[0].verdict == "reproduced"

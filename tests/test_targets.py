@@ -79,8 +79,9 @@ def test_a_missing_figures_claims_become_unchecked_rows_with_the_reason():
 
     fig = Figure("joma", "7", {}, (), draw="m:d", claims="m:c", claim_ids=("fig7_top_rebound_*", "fig7_one"))
     rows = unchecked_claims(fig, "fig_joma_7 (joma Fig. 7) cannot run here: no weights. To run it: download", {})
-    assert rows == {"fig7_top_rebound_*": ("Fig. 7", "the claims fig7_top_rebound_* of Fig. 7", "no weights. To run it: download"),
-                    "fig7_one": ("Fig. 7", "claim fig7_one of Fig. 7", "no weights. To run it: download")}
+    why = "no weights. To run it: download"
+    assert rows == {"fig7_top_rebound_*": ("Fig. 7", "the claims fig7_top_rebound_* of Fig. 7", why),
+                    "fig7_one": ("Fig. 7", "claim fig7_one of Fig. 7", why)}
     assert list(unchecked_claims(fig, "x", {"fig7_top_rebound_pythia-70m": ("Fig. 7", "s", "w")})) == ["fig7_one"]
 
 

@@ -59,6 +59,8 @@ PAPER_TARGETS = {p: [] for p in PAPERS}
 PAPER_CLAIMS = {p: [] for p in PAPERS}
 # claims of skipped figures: id -> (figure, statement, why)
 PAPER_UNCHECKED = {p: {} for p in PAPERS}
+# claim id pattern -> the sanity checks those claims rest on (a failed one makes them unchecked)
+PAPER_GATES = {p: {} for p in PAPERS}
 # What this run leaves out and why (shown at start-up and in the scorecard).
 SKIPPED = {}
 
@@ -458,6 +460,7 @@ def register_paper(reg):
     PAPER_CLAIMS[reg.paper] += reg.claim_tables(PATHS)
     SKIPPED.update(reg.skipped)
     PAPER_UNCHECKED[reg.paper].update(reg.unchecked)
+    PAPER_GATES[reg.paper].update(reg.gates)
 
 
 # ---- what the run says about itself (rules in scorecard.smk): its record, results pages, compute table.

@@ -22,10 +22,11 @@ rule paper_claims:
         ENV
     params:
         unchecked=lambda wc: json.dumps(PAPER_UNCHECKED[wc.paper], sort_keys=True),
+        gates=lambda wc: json.dumps(PAPER_GATES[wc.paper], sort_keys=True),
         scale=SCALE,
     shell:
         "python -m featlearn claims-merge --paper {wildcards.paper} --out {output}"
-        " --unchecked {params.unchecked:q} --scale {params.scale} {input} > {log} 2>&1"
+        " --unchecked {params.unchecked:q} --gates {params.gates:q} --scale {params.scale} {input} > {log} 2>&1"
 
 
 rule scorecard:

@@ -245,9 +245,12 @@ def read_claims(path: str | os.PathLike) -> list[Claim]:
 
 
 def merge_claims(parts: Iterable[str | os.PathLike], out: str | os.PathLike, paper: str | None = None,
-                 unchecked_claims: Mapping[str, Sequence[str]] | None = None, scale: str = "") -> list[Claim]:
+                 unchecked_claims: Mapping[str, Sequence[str]] | None = None, scale: str = "",
+                 gates: Mapping[str, Sequence[str]] | None = None) -> list[Claim]:
     """Concatenate claim tables, then add ``unchecked_claims`` (claim id -> (figure, statement, why): the claims of
-    figures this run skips) as unchecked; duplicated (paper, claim_id) pairs are an error."""
+    figures this run skips) as unchecked; duplicated (paper, claim_id) pairs are an error. ``gates`` (claim id
+    pattern -> the ids of the sanity checks those claims rest on) makes a claim unchecked when one of its
+    prerequisites failed (:func:`gate`)."""
     extra = [unchecked(paper or "", cid, fig, statement, why, scale)
              for cid, (fig, statement, why) in (unchecked_claims or {}).items()]
     claims: list[Claim] = []
@@ -265,5 +268,12 @@ def merge_claims(parts: Iterable[str | os.PathLike], out: str | os.PathLike, pap
         if (c.paper, c.claim_id) in seen:
             raise ValueError(f"claim {c.paper}/{c.claim_id} is both measured and listed as unchecked")
         claims.append(c)
+    if gates:
+        from fnmatch import fnmatchcase
+
+        by_id = {c.claim_id: c for c in claims}
+        claims = [gate(c, *(by_id[p] for pattern, needs in gates.items() if fnmatchcase(c.claim_id, pattern)
+                            for p in needs if p in by_id))
+                  for c in claims]
     write_claims(out, claims)
     return claims

@@ -44,7 +44,8 @@ def _claims_merge(args) -> None:
     from featlearn.pipeline.scorecard import headline
 
     unchecked = json.loads(args.unchecked) if args.unchecked else {}
-    claims = merge_claims(args.parts, args.out, paper=args.paper, unchecked_claims=unchecked, scale=args.scale)
+    gates = json.loads(args.gates) if args.gates else {}
+    claims = merge_claims(args.parts, args.out, paper=args.paper, unchecked_claims=unchecked, scale=args.scale, gates=gates)
     print(f"{args.paper}: {headline(claims)}")
 
 
@@ -114,6 +115,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--unchecked", default="", help="JSON: claim id -> [figure, statement, why] of skipped figures")
     p.add_argument("--scale", default="")
+    p.add_argument("--gates", default="", help="JSON: claim id pattern -> ids of the sanity checks those claims rest on")
     p.add_argument("parts", nargs="*")
     p.set_defaults(func=_claims_merge)
 

@@ -251,6 +251,9 @@ class PaperRegistry:
     job_claims: tuple[str, ...] = ()
     # Claims of skipped figures, listed as unchecked with the reason: claim id -> (figure, statement, why).
     unchecked: Mapping[str, tuple[str, str, str]] = field(default_factory=dict)
+    # Prerequisites: claim id pattern -> the ids of the sanity checks those claims rest on; a failed one makes
+    # the claims unchecked (claims.gate), e.g. IMDB's claims rest on its vocabulary matching the paper's.
+    gates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self):
         names = [j.name for j in self.jobs] + [f.rule for f in self.figures]
