@@ -303,3 +303,16 @@ def test_fig6_stable_rank_rebound_on_planted_curves(tmp_path):
     assert rank.measured == pytest.approx(42 / 35 - 1) and rank.baseline_measured == 0.0 and rank.verdict == "reproduced"
     bad = W.claims_6({"logs": _rank_logs(tmp_path, {1: [dip], 2: [falling, falling]})}, cfg)  # the 2-layer model never rebounds
     assert_fails("joma", bad, "fig6_rank_rebound_wikitext2")
+
+
+def test_fig8_sparse_claim_follows_the_short_grid_rule(tmp_path):
+    """Issue 37: one short-grid rule for every paper. On a grid that stops below the paper's largest learning rate
+    (1e-2) a failing fig8_large_lr_sparse is unchecked, saying so; on a grid that reaches it, it is not reproduced."""
+    cfg = {"n_layer": 2, "bptt": 35, "scale": "test"}
+    short = {c.claim_id: c for c in W.claims_8({"logs": _logs(tmp_path, (2, 1e-4, [FLAT, RISING], FALLING_VAL),
+                                                             (2, 1e-6, [REBOUND, REBOUND], SLOW_VAL))}, cfg)}
+    assert short["fig8_large_lr_sparse_wikitext2"].verdict == "unchecked"
+    assert "below the paper's largest 0.01" in short["fig8_large_lr_sparse_wikitext2"].note
+    full = {c.claim_id: c for c in W.claims_8({"logs": _logs(tmp_path, (2, 1e-2, [FLAT, RISING], FALLING_VAL),
+                                                            (2, 1e-6, [REBOUND, REBOUND], SLOW_VAL))}, cfg)}
+    assert full["fig8_large_lr_sparse_wikitext2"].verdict == "not reproduced"

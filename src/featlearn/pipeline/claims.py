@@ -190,6 +190,16 @@ def unchecked(paper: str, claim_id: str, figure: str, statement: str, why: str, 
                  paper_value=paper_value, verdict=UNCHECKED, note=why)
 
 
+def short_grid(claim: Claim, why: str) -> Claim:
+    """The short-grid rule, one for every paper: a claim that fails on a grid that stops before the condition the
+    paper states (its n, its learning rates) is ``unchecked`` with ``why``, not "not reproduced": the grid could not
+    have shown it. A claim that passes on a shorter grid passes. ``why`` empty: the grid reaches the condition."""
+    if not why or claim.passed or claim.verdict == UNCHECKED:
+        return claim
+    return unchecked(claim.paper, claim.claim_id, claim.figure, claim.statement, why, claim.scale, kind=claim.kind,
+                     paper_value=claim.paper_value, reason=claim.threshold_reason)
+
+
 def gate(claim: Claim, *prerequisites: Claim) -> Claim:
     """``claim``, or, when a sanity check it rests on failed (a run that has not converged, a data count off), the
     same claim as ``unchecked: prerequisite <id> failed`` with what it measured in the note: a claim about

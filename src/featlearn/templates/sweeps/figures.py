@@ -28,7 +28,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from featlearn.pipeline.claims import Claim, check, unchecked
+from featlearn.pipeline.claims import Claim, check, short_grid, unchecked
 from featlearn.plotting import from_zero, set_style, text_colour
 from featlearn.templates.sweeps.grids import sweep_figure
 from featlearn.templates.sweeps.selection import n_star, select_lr
@@ -253,9 +253,7 @@ def _claims(figure: str, measure, runs: pd.DataFrame, scale: str, baseline: str 
         value, spread = ours[cid]
         made = check(PAPER, cid, figure, statement, metric, value, op, threshold, scale, reason=reason, paper_value=paper_value,
                      spread=spread if seeds > 1 else NAN, seeds=seeds, baseline=(baseline, base[cid][0]), **kw)
-        if undecided and not made.passed:
-            return unchecked(PAPER, cid, figure, statement, undecided, scale, paper_value=paper_value, reason=reason)
-        return made
+        return short_grid(made, undecided)
 
     return claim, ours
 
