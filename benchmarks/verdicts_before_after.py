@@ -1,0 +1,74 @@
+"""Two scorecards of the same measurements under two sets of verdict rules: the headline per paper and every claim
+whose kind or verdict changed, as Markdown.
+
+    python benchmarks/verdicts_before_after.py BEFORE/results/scorecard.csv AFTER/results/scorecard.csv
+
+The "before" headline is counted as the rules of its day counted it (every paper or paper-theory claim that
+discriminates); the "after" one as :func:`featlearn.pipeline.scorecard.headline` counts now (empirical claims only,
+theory numerics apart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+COUNTED = ("reproduced", "not reproduced")
+
+
+def _old_counts(rows) -> tuple[int, int]:
+    counted = [c for c in rows if c.kind != "sanity" and c.verdict in COUNTED]
+    return sum(c.verdict == "reproduced" for c in counted), len(counted)
+
+
+def _new_counts(rows) -> tuple[int, int, int, int]:
+    counted = [c for c in rows if c.counts]
+    theory = [c for c in rows if c.is_theory]
+    return sum(c.verdict == "reproduced" for c in counted), len(counted), sum(c.passed for c in theory), len(theory)
+
+
+def compare(before_csv: str, after_csv: str) -> str:
+    from featlearn import PAPERS
+    from featlearn.pipeline.claims import read_claims
+
+    before, after = read_claims(before_csv), read_claims(after_csv)
+    old = {(c.paper, c.claim_id): c for c in before}
+    new = {(c.paper, c.claim_id): c for c in after}
+    lines = ["| paper | before: reproduced of counted | after: reproduced of empirical | after: theory numerics hold | "
+             "after: unchecked |", "|---|---|---|---|---|"]
+    for p in PAPERS:
+        r0, d0 = _old_counts([c for c in before if c.paper == p])
+        r1, d1, t1, m1 = _new_counts([c for c in after if c.paper == p])
+        u1 = sum(c.verdict == "unchecked" and c.kind == "paper" for c in after if c.paper == p)
+        lines.append(f"| `{p}` | {r0} of {d0} | {r1} of {d1} | {t1} of {m1} | {u1} |")
+    r0, d0 = _old_counts(before)
+    r1, d1, t1, m1 = _new_counts(after)
+    u1 = sum(c.verdict == "unchecked" and c.kind == "paper" for c in after)
+    lines.append(f"| all | {r0} of {d0} | {r1} of {d1} | {t1} of {m1} | {u1} |")
+    lines += ["", "| paper | claim | before (kind, verdict) | after (kind, verdict) | why |", "|---|---|---|---|---|"]
+    for key in sorted(set(old) | set(new), key=lambda k: (PAPERS.index(k[0]), k[1])):
+        a, b = old.get(key), new.get(key)
+        if a and b and (a.kind, a.verdict) == (b.kind, b.verdict):
+            continue
+        was = f"{a.kind}, {a.verdict}" if a else "no row"
+        now = f"{b.kind}, {b.verdict}" if b else "no row"
+        why = (b.note if b and b.verdict == "unchecked" else "re-kinded by what it measures" if a and b and a.kind != b.kind
+               else "")
+        lines.append(f"| `{key[0]}` | `{key[1]}` | {was} | {now} | {why.replace('|', '/')} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("before")
+    ap.add_argument("after")
+    args = ap.parse_args(argv)
+    print(compare(args.before, args.after), end="")
+
+
+if __name__ == "__main__":
+    main()
