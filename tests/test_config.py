@@ -4,14 +4,16 @@ bad keys or values rejected before any job runs, naming the key."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import pytest
 import yaml
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import update_config, validate
+from snakemake.utils import update_config
 
 from wfutil import REPO, copy_workflow, snakemake
+
+from featlearn.pipeline.workflow import load_schema
+from featlearn.pipeline.workflow import validate_config as validate  # the schema the Snakefile checks, completed
 
 SCHEMA = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
 
@@ -47,7 +49,7 @@ def _schema_keys(node):
 
 def test_schema_holds_no_values():
     """Values live in config.yaml only; the schema keeps types, ranges, enums and descriptions."""
-    schema = yaml.safe_load(Path(SCHEMA).read_text())
+    schema = load_schema(SCHEMA)
     assert "default" not in set(_schema_keys(schema))
 
 
@@ -62,7 +64,7 @@ def test_default_config_is_valid():
 
 def _required_paths():
     """Key paths of config.yaml that the schema requires (the keys config.yaml feeds to the code)."""
-    schema = yaml.safe_load(Path(SCHEMA).read_text())
+    schema = load_schema(SCHEMA)
     config = load("config.yaml")
     out = []
     for path in _keys(config):

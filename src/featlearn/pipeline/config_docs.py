@@ -130,10 +130,11 @@ def _row(path, node, values) -> str:
 
 
 def build(repo: str | os.PathLike = ".") -> tuple[str, list[str]]:
-    import yaml
 
     repo = Path(repo)
-    schema = yaml.safe_load((repo / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    from featlearn.pipeline.workflow import load_schema
+
+    schema = load_schema(repo / "workflow" / "schemas" / "config.schema.yaml")
     configs = scale_configs(repo / "config")
     return render(schema, configs), missing_descriptions(schema, configs)
 

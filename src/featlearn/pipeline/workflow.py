@@ -144,12 +144,29 @@ def pretrained_checkpoints(pre: dict, data_offline: bool, available) -> tuple[li
     return keep, why
 
 
+def load_schema(schema_path: str | os.PathLike) -> dict:
+    """The config schema: workflow/schemas/config.schema.yaml, completed by the papers whose records hold the
+    keys of a family (a paper's registry module may define ``config_schema(schema)``: the templates sweep grids,
+    one ``templates.sweeps.fig<id>`` per grid record, are required and described from their records)."""
+    import importlib
+
+    import yaml
+
+    from featlearn import PAPERS
+
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    for paper in PAPERS:
+        complete = getattr(importlib.import_module(f"featlearn.{paper}.registry"), "config_schema", None)
+        if complete is not None:
+            complete(schema)
+    return schema
+
+
 def config_errors(config: dict, schema_path: str | os.PathLike, limit: int = 10) -> list[str]:
     """One line per schema violation of ``config``: the key's dotted path and the reason (at most ``limit``)."""
     import jsonschema
-    import yaml
 
-    schema = yaml.safe_load(Path(schema_path).read_text())
+    schema = load_schema(schema_path)
     validator = jsonschema.validators.validator_for(schema)(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(k) for k in e.absolute_path])
     lines = []

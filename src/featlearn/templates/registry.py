@@ -80,6 +80,20 @@ class TemplatesRegistry(PaperRegistry):
         return list(self.job_claims) + [f.claims_file(paths) for f in self.figures if f.claims]
 
 
+def config_schema(schema: dict) -> None:
+    """Complete the config schema with one required ``templates.sweeps.fig<id>`` per grid record
+    (sweeps/grids.py), described by its record: adding a sweep figure needs no schema edit."""
+    sweeps = schema["properties"][PAPER]["properties"]["sweeps"]
+    for grid, rec in GRID_RECORDS.items():
+        what = f"; swept besides n and lr: {rec.axis}" if rec.axis else ""
+        also = [f.id for f in SWEEP_FIGURES.values() if f.runs_from == grid]
+        drawn = f" (also drawn as Fig. {', '.join(also)})" if also else ""
+        sweeps["properties"].setdefault(f"fig{grid}", {"$ref": "#/$defs/templates_grid",
+                                                       "description": f"Grid of {rec.title}{drawn}{what}."})
+        if f"fig{grid}" not in sweeps["required"]:
+            sweeps["required"].append(f"fig{grid}")
+
+
 def sweep_settings(cfg: dict, grid: str) -> dict:
     """Settings of the training job of ``grid``: the shared sweep keys and the grid's own ``fig<grid>``."""
     sweeps = cfg["sweeps"]
