@@ -414,7 +414,8 @@ def sweep_cost(node: Node, results: str = "results") -> Cost:
                 per_sample = 6 * _non_embedding(m) * g.task.length
             shape = {"task": settings["task"], "arch": g.arch, "model": g.model, "variants": sorted({r.variant for r in g.runs}),
                      "runs": R, "batch": g.batch, "n_probe": samples, "trainable": list(g.trainable) if g.trainable else None,
-                     "dtype": str(g.dtype), "eval_every": g.eval_every, "n_val": g.n_val, "n_test": g.n_test}
+                     "dtype": str(g.dtype), "eval_every": g.eval_every, "n_val": g.n_val, "n_test": g.n_test,
+                     **({"cuda_graphs": True} if g.cuda_graphs else {})}  # (absent when off: earlier probes stay valid)
             parts.append(Part(probe("sweep", shape, "runs", node.threads), g.epochs * g.steps_per_epoch, R,
                               per_sample * samples * R, FLOAT32 * R * (4 * P + samples * g.task.length * width * 8)))
     return Cost(parts, 0.0, "evaluation (validation + test, every epoch) is inside the timed probe epochs",
@@ -646,7 +647,8 @@ def _sweep_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: i
                 "n": [shape["n_probe"]], "lrs": [1e-3], "seeds": 1, "epochs": 1, "batch": shape["batch"], "max_group": 10**6,
                 "trainable": shape["trainable"], "device": device, "eval_every": shape["eval_every"], "n_val": shape["n_val"],
                 "n_test": shape["n_test"],
-                "dtype": shape["dtype"].replace("torch.", ""), "progress": False}
+                "dtype": shape["dtype"].replace("torch.", ""), "progress": False,
+                "cuda_graphs": shape.get("cuda_graphs", False)}  # captured steps replay after 3 eager ones: probe more steps
     runs = [RunSpec(1 + i // len(variants), 1e-3, variants[i % len(variants)]) for i in range(dim_value)]
     group = replace(expand_groups(settings)[0], runs=runs)
     if warmup:

@@ -457,3 +457,66 @@ def test_readout_options():
     assert cls(torch.randint(0, 30, (3, 4))).shape == (3, 30)
     with pytest.raises(ValueError, match="readout"):
         M.TemplateTransformer(30, 4, readout="mean")
+
+
+# ------------------------------------------------------------------ CUDA graphs of the sweep step (issue 34)
+
+
+def test_the_cuda_graphs_switch_leaves_cpu_training_unchanged():
+    """On a CPU the switch does nothing: the eager step runs and every number is the same, bit for bit."""
+    runs = [S.RunSpec(1, 1e-2, "vanilla"), S.RunSpec(2, 3e-3, "kq")]
+    results = [S.train_group(S.Group(T.aba_abb(), 12, runs, model=TINY, epochs=3, batch=5, dtype=torch.float64,
+                                     progress=False, cuda_graphs=graphs)) for graphs in (False, True)]
+    eager, switched = results
+    assert torch.equal(eager.best_epoch, switched.best_epoch)
+    for key in ("val_loss", "test_loss", "train_loss", "final_train_loss"):
+        assert torch.equal(getattr(eager, key), getattr(switched, key)), key
+    assert all(torch.equal(eager.params[k], switched.params[k]) for k in eager.params)
+
+
+def test_the_graph_safe_step_is_the_eager_step():
+    """The step a CUDA graph holds (step count and Adam's bias corrections on the device, the minibatch gathered
+    with an index tensor) makes the eager step's update, run uncaptured on the CPU over several steps."""
+    gen = torch.Generator().manual_seed(0)
+    R, n, k, b = 3, 8, 4, 5
+    X = torch.randn(R, n, k, generator=gen, dtype=torch.float64)
+    Y = torch.randn(R, n, generator=gen, dtype=torch.float64)
+    w0 = torch.randn(R, k, generator=gen, dtype=torch.float64)
+    lr = torch.tensor([1e-2, 3e-3, 2e-2], dtype=torch.float64)
+    masks = {"w": torch.tensor([True, True, False]).view(R, 1)}  # the third run's weights are frozen
+
+    def batched_loss(p, x, y):
+        return ((x * p["w"][:, None, :]).sum(-1) - y).pow(2).mean(-1)
+
+    def fresh():
+        moments = (torch.zeros(R, k, dtype=torch.float64), torch.zeros(R, k, dtype=torch.float64))  # Adam's m, v
+        return {"w": w0.clone().requires_grad_(True)}, {"w": moments}
+
+    eager_p, eager_s = fresh()
+    graph_p, graph_s = fresh()
+    t = torch.zeros((), dtype=torch.float64)
+    train = torch.zeros(R, dtype=torch.float64)
+    eager_train = torch.zeros(R, dtype=torch.float64)
+    for step in range(1, 6):
+        idx = torch.stack([torch.randperm(n, generator=gen)[:b] for _ in range(R)])
+        xb, yb = torch.gather(X, 1, idx.unsqueeze(-1).expand(-1, -1, k)), torch.gather(Y, 1, idx)
+        losses = batched_loss(eager_p, xb, yb)
+        grads = torch.autograd.grad(losses.sum(), [eager_p["w"]])
+        S._adam_step(eager_p, ["w"], grads, eager_s, masks, lr, step)
+        eager_train += losses.detach() * (b / n)
+        S._graph_step(batched_loss, graph_p, ["w"], graph_s, masks, lr, t, X, Y, idx, k, n, train)
+    assert float(t) == 5
+    assert torch.allclose(graph_p["w"], eager_p["w"], rtol=1e-12, atol=1e-15)
+    assert torch.equal(graph_p["w"][2], w0[2])  # frozen: exactly no step
+    assert torch.allclose(train, eager_train, rtol=1e-12)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_graphs_train_as_the_eager_step_does():
+    """On a GPU: the captured and replayed step trains the group as the eager step does, up to float rounding."""
+    runs = [S.RunSpec(1, 1e-2, "vanilla"), S.RunSpec(2, 3e-3, "kq"), S.RunSpec(3, 2e-2, "kq_vo")]
+    eager, graphed = (S.train_group(S.Group(T.aba_abb(), 12, runs, model=TINY, epochs=6, batch=5, dtype=torch.float64,
+                                            device="cuda", progress=False, cuda_graphs=g)) for g in (False, True))
+    assert torch.equal(eager.best_epoch, graphed.best_epoch)
+    for name in eager.params:
+        assert torch.allclose(eager.params[name], graphed.params[name], rtol=1e-9, atol=1e-12), name

@@ -21,6 +21,7 @@ TINY = dict(
     batch=1024,
     seeds=1,
     max_group=64,
+    cuda_graphs=False,
     transformer=dict(d_emb=8, depth=1, heads=2, d_head=4, d_mlp=16),
     mlp=dict(hidden=16, depth=3),
     rnn=dict(hidden=8),

@@ -71,6 +71,7 @@ def figure_curves(fig: str, cfg: dict, device: str = "cpu") -> list[tuple[dict, 
             "trainable": entry.get("trainable"),
             "device": device,
             "max_group": cfg["max_group"],
+            "cuda_graphs": cfg["cuda_graphs"],
             "progress": True,
         }
         meta = {"labels": entry["labels"], "panel": entry["panel"], "axis": axis or "", "value": entry["value"]}
@@ -119,6 +120,7 @@ def calibration_curves(cfg: dict, device: str = "cpu") -> list[tuple[dict, dict]
                 "trainable": None,
                 "device": device,
                 "max_group": cfg["max_group"],
+                "cuda_graphs": cfg["cuda_graphs"],
                 "progress": True,
             }
             curves.append(({"labels": labels, "panel": panel, "axis": key, "value": value}, settings))
