@@ -388,19 +388,25 @@ def _adam_step(params, trained, grads, state, masks, lr, t) -> None:
     """torch.optim.Adam's update (defaults, no weight decay) with a per-run learning rate; frozen entries
     of a run get a zero gradient, hence an exactly zero step."""
     b1, b2 = BETAS
-    bc1, bc2 = 1 - b1**t, 1 - b2**t
     with torch.no_grad():
-        for name, g in zip(trained, grads):
-            p = params[name]
-            if g is None:
-                g = torch.zeros_like(p)
-            g = torch.where(masks[name], g, torch.zeros_like(g))
-            m, v = state[name]
-            m.lerp_(g, 1 - b1)
-            v.mul_(b2).addcmul_(g, g, value=1 - b2)
-            denom = (v.sqrt() / math.sqrt(bc2)).add_(EPS)
-            step_size = (lr / bc1).view(-1, *[1] * (p.dim() - 1))
-            p.sub_(step_size * m / denom)
+        _adam_update(params, trained, grads, state, masks, lr, 1 - b1**t, math.sqrt(1 - b2**t))
+
+
+def _adam_update(params, trained, grads, state, masks, lr, bc1, sqrt_bc2) -> None:
+    """The update of ``_adam_step`` given the bias corrections 1 - β1^t and sqrt(1 - β2^t): Python numbers (the
+    eager step) or device tensors (the graph-safe step)."""
+    b1, b2 = BETAS
+    for name, g in zip(trained, grads):
+        p = params[name]
+        if g is None:
+            g = torch.zeros_like(p)
+        g = torch.where(masks[name], g, torch.zeros_like(g))
+        m, v = state[name]
+        m.lerp_(g, 1 - b1)
+        v.mul_(b2).addcmul_(g, g, value=1 - b2)
+        denom = (v.sqrt() / sqrt_bc2).add_(EPS)
+        step_size = (lr / bc1).view(-1, *[1] * (p.dim() - 1))
+        p.sub_(step_size * m / denom)
 
 
 def _graph_step(batched_loss, params, trained, state, masks, lr, t, X, Y, idx, k: int, n: int, train_loss) -> None:
@@ -419,17 +425,7 @@ def _graph_step(batched_loss, params, trained, state, masks, lr, t, X, Y, idx, k
         t.add_(1)
         bc1 = 1 - torch.pow(torch.full_like(t, b1), t)
         sqrt_bc2 = torch.sqrt(1 - torch.pow(torch.full_like(t, b2), t))
-        for name, g in zip(trained, grads):
-            p = params[name]
-            if g is None:
-                g = torch.zeros_like(p)
-            g = torch.where(masks[name], g, torch.zeros_like(g))
-            m, v = state[name]
-            m.lerp_(g, 1 - b1)
-            v.mul_(b2).addcmul_(g, g, value=1 - b2)
-            denom = (v.sqrt() / sqrt_bc2.to(v.dtype)).add_(EPS)
-            step_size = (lr / bc1.to(lr.dtype)).view(-1, *[1] * (p.dim() - 1))
-            p.sub_(step_size * m / denom)
+        _adam_update(params, trained, grads, state, masks, lr, bc1.to(lr.dtype), sqrt_bc2.to(lr.dtype))
         train_loss.add_(losses.detach() * (xb.shape[1] / n))
 
 
