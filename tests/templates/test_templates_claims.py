@@ -503,3 +503,12 @@ def test_calibration_checks_that_the_configured_multipliers_are_its_choice(tmp_p
                        configured={"kq_mult": 3, "vo_mult": 100})
     assert_fails("templates", list(off_grid.values()), "calib-kq_mult")
     assert "not in the calibration grid" in off_grid["calib-kq_mult"].note
+
+
+def test_the_kq_claim_says_when_it_is_read_where_kq_mult_was_tuned(tmp_path):
+    """Issue 37: 6-kq-nstar reads T5 at n = 128; when the calibration chose kq_mult on T5 at n = 128 the claim says
+    it is read at the tuned point, and not when the calibration used another n."""
+    tuned = _claims(F.claims_22, _fig22(), tmp_path, calibration_n={"copy": 32, "aba_abb": 128})
+    other = _claims(F.claims_22, _fig22(), tmp_path, calibration_n={"copy": 32, "aba_abb": 512})
+    assert "read at the tuned point" in tuned["6-kq-nstar"].threshold_reason
+    assert "tuned point" not in other["6-kq-nstar"].threshold_reason

@@ -161,6 +161,8 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
     for fig, rec in SWEEP_FIGURES.items():
         # the figure's id, and what its claims read from its grid's config (claim 10: Fig. 8's lrs and n)
         settings = {"figure": fig, **{k: sweeps[f"fig{rec.grid}"][k] for k in rec.claim_settings}}
+        if rec.reads_calibration:
+            settings["calibration_n"] = sweeps["calibration"]["n"]
         figures.append(
             Figure(
                 paper=PAPER,

@@ -39,7 +39,8 @@ class SweepFigure:
     (``curves``: error against n; ``heatmap``: rows lr, columns ``plot["col"]``) and plot options (``variant``:
     keep these variants' rows; ``task``: keep the tasks that start with it; ``panel_by``: the column that splits
     panels), its claim ids (a figure with claims has ``claims_<id>`` in sweeps/figures.py), the extra settings
-    its claims read from its config section, and ``runs_from``: the figure whose grid it is drawn from (Fig. 23
+    its claims read from its config section (and, with ``reads_calibration``, the calibration's n per task: a
+    claim read where a multiplier was tuned says so), and ``runs_from``: the figure whose grid it is drawn from (Fig. 23
     from Fig. 17's runs) instead of a grid of its own."""
 
     id: str
@@ -51,6 +52,7 @@ class SweepFigure:
     claim_ids: tuple[str, ...] = ()
     claim_settings: tuple[str, ...] = ()
     runs_from: str | None = None
+    reads_calibration: bool = False  # its claims read where the identity multipliers were calibrated
 
     @property
     def grid(self) -> str:
@@ -139,7 +141,8 @@ _RECORDS = (
     SweepFigure("22", f"Fig. 22: {T5_TITLE}, transformers and baselines",
                 lambda v: [curve(ALL4), curve({"vanilla": "FCNet (depth 3)"}, arch="mlp"), curve({"vanilla": "RNN"}, arch="rnn"),
                            curve({"vanilla": "LSTM"}, arch="lstm")],
-                claim_ids=("6-fcnet-test", "6-fcnet-train", "6-kq-nstar", "6-vanilla-nstar", "6-recurrent")),
+                claim_ids=("6-fcnet-test", "6-fcnet-train", "6-kq-nstar", "6-vanilla-nstar", "6-recurrent"),
+                reads_calibration=True),
     # majority of length k (T7), vanilla vs +KQ,VO: drawn from Fig. 17's runs
     SweepFigure("23", "Fig. 23: majority of length k (T7), vanilla vs +KQ,VO", runs_from="17",
                 plot={"panel_by": "variant", "task": "majority"}, claim_ids=("7-k2",)),
