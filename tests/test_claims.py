@@ -83,9 +83,10 @@ def test_scorecard_counts_per_paper(tmp_path):
     assert len(claims) == 5
     md = (tmp_path / "sc.md").read_text()
     # issue 37: the theory numerics stay out of the empirical count and get their own
-    assert ("All papers: reproduced 2 of 3 empirical paper claims (0 unchecked, 0 not discriminating); 3 of the 3 are "
+    assert ("All papers: reproduced 2 of 3 empirical paper claims (0 unchecked, 0 inconclusive, 0 not discriminating); 3 of "
+            "the 3 are "
             "not yet audited (no threshold reason or baseline recorded); theory numerics: 1 of 2 hold.") in md
-    assert "| `joma` | 1 | 1 | 0 | 0 | 1/2 | 0/0 |" in md and "| `scan_snap` | 1 | 0 | 0 | 0 | 0/0 | 0/0 |" in md
+    assert "| `joma` | 1 | 1 | 0 | 0 | 0 | 1/2 | 0/0 |" in md and "| `scan_snap` | 1 | 0 | 0 | 0 | 0 | 0/0 | 0/0 |" in md
     assert "**not reproduced**" in md and "a\\|b" in md
     assert "- `j2` (not reproduced): too few steps" in md
     assert "- dataset x: offline" in md
@@ -126,7 +127,7 @@ def test_unchecked_claims_say_why_and_stay_out_of_the_count(tmp_path):
     write_claims(tmp_path / "t.csv", [u, r])
     assert read_claims(tmp_path / "t.csv") == [u, r]
     md = render_markdown([u, r])
-    assert "reproduced 1 of 1 empirical paper claims (1 unchecked, 0 not discriminating)" in md
+    assert "reproduced 1 of 1 empirical paper claims (1 unchecked, 0 inconclusive, 0 not discriminating)" in md
     assert "1 ± 0.1 (5 seeds)" in md and "| 0.83 |" in md and "before the transition" in md
 
 
@@ -196,3 +197,45 @@ def test_merge_gates_claims_on_their_failed_prerequisites(tmp_path):
     ])
     held = merge_claims([tmp_path / "b.csv"], tmp_path / "n.csv", paper="features", gates=gates)
     assert held[0].verdict == "reproduced"
+
+
+def test_a_claim_within_its_seed_spread_of_the_threshold_is_inconclusive():
+    """Issue 37: a pass (or a fail) by less than the seeds' spread could be noise: inconclusive, outside D."""
+    clear = check("joma", "c", "Fig. 4", "s", "m", 0.50, ">=", 0.30, "test", spread=0.05, seeds=3)
+    near = check("joma", "c", "Fig. 4", "s", "m", 0.33, ">=", 0.30, "test", spread=0.05, seeds=3)
+    near_fail = check("joma", "c", "Fig. 4", "s", "m", 0.28, ">=", 0.30, "test", spread=0.05, seeds=3)
+    far_fail = check("joma", "c", "Fig. 4", "s", "m", 0.10, ">=", 0.30, "test", spread=0.05, seeds=3)
+    assert clear.verdict == "reproduced" and clear.counts
+    assert near.verdict == "inconclusive" and near.passed and not near.counts and "within the seed spread" in near.note
+    assert near_fail.verdict == "inconclusive" and not near_fail.passed
+    assert far_fail.verdict == "not reproduced"
+    # one seed (no spread), a theory or sanity check, and an exact count are not put to the margin test
+    assert check("joma", "c", "Fig. 4", "s", "m", 0.33, ">=", 0.30, "test").verdict == "reproduced"
+    theory = check("joma", "c", "Fig. 4", "s", "m", 0.33, ">=", 0.30, "test", spread=0.05, kind="paper-theory")
+    assert theory.verdict == "reproduced"
+    assert check("joma", "c", "Fig. 4", "s", "m", 3, "==", 3, "test", spread=1.0).verdict == "reproduced"
+    # a band claim: the distance to its edge
+    band = check("joma", "c", "Fig. 4", "s", "m", 0.58, "", 0.5, "test", within=0.1, spread=0.05, seeds=3)
+    assert band.verdict == "inconclusive"
+    # a claim its baseline passes too stays not discriminating; a typed-in inconclusive needs a spread
+    assert check("joma", "c", "Fig. 4", "s", "m", 0.33, ">=", 0.30, "test", spread=0.05,
+                 baseline=("untrained network", 0.9)).verdict == "not discriminating"
+    with pytest.raises(ValueError, match="does not follow"):
+        Claim("joma", "c", "Fig. 4", "s", "m", 0.5, ">= 0.3", True, "test", verdict="inconclusive")
+
+
+def test_an_inconclusive_claim_survives_the_claims_table(tmp_path):
+    near = check("joma", "c", "Fig. 4", "s", "m", 0.33, ">=", 0.30, "test", spread=0.05, seeds=3)
+    write_claims(tmp_path / "c.csv", [near])
+    assert read_claims(tmp_path / "c.csv") == [near]
+
+
+def test_the_scorecard_counts_inconclusive_claims_apart(tmp_path):
+    write_claims(tmp_path / "j.csv", [
+        check("joma", "a", "Fig. 4", "s", "m", 0.50, ">=", 0.30, "test", spread=0.05, seeds=3, reason="r"),
+        check("joma", "b", "Fig. 4", "s", "m", 0.33, ">=", 0.30, "test", spread=0.05, seeds=3, reason="r"),
+    ])
+    build_scorecard([tmp_path / "j.csv"], tmp_path / "sc.csv", tmp_path / "sc.md")
+    md = (tmp_path / "sc.md").read_text()
+    assert "reproduced 1 of 1 empirical paper claims (0 unchecked, 1 inconclusive, 0 not discriminating)" in md
+    assert "| `joma` | 1 | 0 | 1 | 0 | 0 | 0/0 | 0/0 |" in md and "- `b` (inconclusive): within the seed spread" in md

@@ -209,10 +209,11 @@ def test_scan_snap_smoke_outputs(smoke_run):
     md = (results / "scorecard.md").read_text()
     # the verdict columns count empirical claims; the theory numerics and the sanity checks have their own
     n = {v: sum(r["verdict"] == v for r in rows if r["kind"] == "paper")
-         for v in ("reproduced", "not reproduced", "not discriminating", "unchecked")}
+         for v in ("reproduced", "not reproduced", "inconclusive", "not discriminating", "unchecked")}
     theory = [r for r in rows if r["kind"] == "paper-theory" and r["verdict"] != "unchecked"]
     sanity = [r for r in rows if r["kind"] == "sanity"]
-    assert (f"| `scan_snap` | {n['reproduced']} | {n['not reproduced']} | {n['not discriminating']} | {n['unchecked']} | "
+    assert (f"| `scan_snap` | {n['reproduced']} | {n['not reproduced']} | {n['inconclusive']} | {n['not discriminating']} | "
+            f"{n['unchecked']} | "
             f"{sum(r['passed'] == 'True' for r in theory)}/{len(theory)} | "
             f"{sum(r['verdict'] == 'sanity ok' for r in sanity)}/{len(sanity)} |") in md
     for table in ("syn_small_steps", "syn_small_composition", "adam_composition", "syn_medium_final", "syn_medium_recall",

@@ -13,8 +13,10 @@ from ``measured`` by the comparison the claim states, never typed in by hand, an
   predictor), measured the same way and put through the same comparison. A claim its baseline passes too
   does not discriminate: it could not have told a trained network from an untrained one.
 - ``verdict``: ``reproduced`` (passes; no baseline passes), ``not reproduced`` (fails), ``not
-  discriminating`` (passes, and so does the baseline), ``unchecked`` (not measurable in this run: the
-  reason is in ``note``); sanity checks get ``sanity ok`` or ``sanity failed``.
+  discriminating`` (passes, and so does the baseline), ``inconclusive`` (an empirical claim whose measurement,
+  a mean over seeds, lies within its seed spread of the threshold: the seeds' noise could carry it to either
+  side; not counted), ``unchecked`` (not measurable in this run: the reason is in ``note``); sanity checks get
+  ``sanity ok`` or ``sanity failed``.
 - ``threshold_reason`` says where the threshold comes from (a number the paper prints, a statistical
   argument with its number of seeds, an exact identity); ``paper_value`` is the paper's own number where it
   prints one; ``spread`` is the standard deviation over ``seeds`` seeds where the measurement is a mean.
@@ -33,8 +35,9 @@ from featlearn.io import atomic_open
 
 KINDS = ("paper", "paper-theory", "sanity")
 REPRODUCED, NOT_REPRODUCED, NOT_DISCRIMINATING, UNCHECKED = "reproduced", "not reproduced", "not discriminating", "unchecked"
+INCONCLUSIVE = "inconclusive"
 SANITY_OK, SANITY_FAILED = "sanity ok", "sanity failed"
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_DISCRIMINATING, UNCHECKED, SANITY_OK, SANITY_FAILED)
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_DISCRIMINATING, INCONCLUSIVE, UNCHECKED, SANITY_OK, SANITY_FAILED)
 COLUMNS = (
     "paper", "claim_id", "figure", "statement", "kind", "metric", "measured", "spread", "seeds", "target",
     "threshold_reason", "paper_value", "baseline", "baseline_measured", "baseline_passed", "passed", "verdict",
@@ -85,8 +88,10 @@ class Claim:
             object.__setattr__(self, "verdict", derived)
         if self.verdict not in VERDICTS:
             raise ValueError(f"claim {self.claim_id}: unknown verdict {self.verdict!r}")
-        # a verdict is derived, never typed in: only "unchecked" (nothing measured) stands on its own
-        if self.verdict != derived and not (self.verdict == UNCHECKED and math.isnan(self.measured)):
+        # a verdict is derived, never typed in: only "unchecked" (nothing measured) stands on its own, and
+        # "inconclusive" (set by check from the margin) needs an empirical claim with a seed spread
+        within_noise = self.verdict == INCONCLUSIVE and self.kind == "paper" and not math.isnan(self.spread)
+        if self.verdict != derived and not within_noise and not (self.verdict == UNCHECKED and math.isnan(self.measured)):
             raise ValueError(f"claim {self.claim_id}: verdict {self.verdict!r} does not follow from its result ({derived!r})")
 
     @property
@@ -161,7 +166,9 @@ def check(
     """Make a claim whose pass/fail is ``measured <op> threshold`` (or ``|measured - threshold| <= within``).
 
     A NaN measurement (e.g. a diverged run) always fails. ``baseline`` = (what it is, its measurement) is
-    put through the same comparison; ``reason`` is the threshold's reason.
+    put through the same comparison; ``reason`` is the threshold's reason. An empirical claim (kind ``paper``)
+    measured as a mean over seeds whose distance to the threshold is at most its ``spread`` (the seeds' standard
+    deviation) is ``inconclusive``, passed or not: the margin must exceed the noise (:func:`margin`).
     """
     measured = float(measured)
     if within is not None:
@@ -177,9 +184,29 @@ def check(
         base_passed = _compare(base_value, op, threshold, within)
     if isinstance(paper_value, float):
         paper_value = f"{paper_value:g}"
+    verdict = ""
+    if kind == "paper" and not (passed and base_passed) and within_noise(measured, op, threshold, within, float(spread)):
+        verdict = INCONCLUSIVE
+        note = "; ".join(x for x in (note, f"within the seed spread {float(spread):.3g} of the threshold "
+                                           f"(margin {margin(measured, op, threshold, within):.3g})") if x)
     return Claim(paper, claim_id, figure, statement, metric, measured, target, passed, scale, kind=kind,
                  spread=float(spread), seeds=int(seeds), threshold_reason=reason, paper_value=str(paper_value),
-                 baseline=base_name, baseline_measured=base_value, baseline_passed=base_passed, note=note)
+                 baseline=base_name, baseline_measured=base_value, baseline_passed=base_passed, verdict=verdict, note=note)
+
+
+def margin(value: float, op: str, threshold: float, within: float | None) -> float:
+    """How far ``value`` lies from the claim's decision boundary (the threshold, or threshold ± within)."""
+    if within is not None:
+        return abs(abs(value - threshold) - within)
+    return abs(value - threshold)
+
+
+def within_noise(value: float, op: str, threshold: float, within: float | None, spread: float) -> bool:
+    """Whether a measured mean lies within its seed spread of the decision boundary (an exact comparison, ``==``,
+    has none: it is a count, not a noisy mean)."""
+    if math.isnan(value) or math.isnan(spread) or op == "==" and within is None:
+        return False
+    return margin(value, op, threshold, within) <= spread
 
 
 def unchecked(paper: str, claim_id: str, figure: str, statement: str, why: str, scale: str, *, kind: str = "paper",

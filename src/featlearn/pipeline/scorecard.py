@@ -13,6 +13,7 @@ from featlearn.pipeline.claims import (
     REPRODUCED,
     SANITY_OK,
     UNCHECKED,
+    INCONCLUSIVE,
     VERDICTS,
     Claim,
     merge_claims,
@@ -46,16 +47,17 @@ def _baseline(c: Claim) -> str:
 
 
 def headline(claims: list[Claim]) -> str:
-    """"reproduced R of D empirical paper claims (U unchecked, N not discriminating); theory numerics: T of M
-    hold". Only empirical claims (kind ``paper``) are in R of D; the paper's theory checked numerically (kind
-    ``paper-theory``) holds whatever the training budget, so it gets its own count."""
+    """"reproduced R of D empirical paper claims (U unchecked, I inconclusive, N not discriminating); theory
+    numerics: T of M hold". Only empirical claims (kind ``paper``) are in R of D; the paper's theory checked
+    numerically (kind ``paper-theory``) holds whatever the training budget, so it gets its own count."""
     empirical = [c for c in claims if c.kind == "paper"]
     counted = [c for c in empirical if c.counts]
     reproduced = sum(c.verdict == REPRODUCED for c in counted)
     n_unchecked = sum(c.verdict == UNCHECKED for c in empirical)
     n_nd = sum(c.verdict == NOT_DISCRIMINATING for c in empirical)
+    n_inc = sum(c.verdict == INCONCLUSIVE for c in empirical)
     text = (f"reproduced {reproduced} of {len(counted)} empirical paper claims "
-            f"({n_unchecked} unchecked, {n_nd} not discriminating)")
+            f"({n_unchecked} unchecked, {n_inc} inconclusive, {n_nd} not discriminating)")
     unaudited = sum(c.counts and not c.threshold_reason for c in claims)
     if unaudited:
         text += f"; {unaudited} of the {len(counted)} are not yet audited (no threshold reason or baseline recorded)"
@@ -95,7 +97,7 @@ def paper_section(rows: list[Claim]) -> list[str]:
             cells = [c.claim_id, c.figure, c.statement, c.kind, c.paper_value,
                      f"{c.metric}: {_ours(c)}" if c.metric else _ours(c), _baseline(c), c.target, c.threshold_reason, verdict]
             lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
-    notes = [c for c in paper_rows if c.verdict in (NOT_REPRODUCED, UNCHECKED, NOT_DISCRIMINATING)]
+    notes = [c for c in paper_rows if c.verdict in (NOT_REPRODUCED, INCONCLUSIVE, UNCHECKED, NOT_DISCRIMINATING)]
     if notes:
         lines += ["", "What differs or why a claim is not decided:", ""]
         lines += [f"- `{c.claim_id}` ({c.verdict}): {what_differs(c)}" for c in notes]
@@ -130,15 +132,17 @@ def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None, 
         "Sanity checks of this project's own setup are listed apart and never counted "
         f"({sum(c.verdict == SANITY_OK for c in sanity)} of {len(sanity)} ok).",
         "",
-        "| paper | reproduced | not reproduced | not discriminating | unchecked | theory numerics hold | sanity ok |",
-        "|---|---|---|---|---|---|---|",
+        "| paper | reproduced | not reproduced | inconclusive | not discriminating | unchecked | theory numerics hold "
+        "| sanity ok |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for p in PAPERS:
         rows = by_paper.get(p, [])
         n = {v: sum(c.verdict == v for c in rows if c.kind == "paper") for v in VERDICTS}
         theory = [c for c in rows if c.is_theory]
         sanity_rows = [c for c in rows if c.kind == "sanity"]
-        lines.append(f"| `{p}` | {n[REPRODUCED]} | {n[NOT_REPRODUCED]} | {n[NOT_DISCRIMINATING]} | {n[UNCHECKED]} | "
+        lines.append(f"| `{p}` | {n[REPRODUCED]} | {n[NOT_REPRODUCED]} | {n[INCONCLUSIVE]} | {n[NOT_DISCRIMINATING]} "
+                     f"| {n[UNCHECKED]} | "
                      f"{sum(c.passed for c in theory)}/{len(theory)} | "
                      f"{sum(c.verdict == SANITY_OK for c in sanity_rows)}/{len(sanity_rows)} |")
     if skipped:
