@@ -39,16 +39,18 @@ def compare(before_csv: str, after_csv: str) -> str:
     old = {(c.paper, c.claim_id): c for c in before}
     new = {(c.paper, c.claim_id): c for c in after}
     lines = ["| paper | before: reproduced of counted | after: reproduced of empirical | after: theory numerics hold | "
-             "after: unchecked |", "|---|---|---|---|---|"]
+             "after: unchecked | after: inconclusive |", "|---|---|---|---|---|---|"]
     for p in PAPERS:
         r0, d0 = _old_counts([c for c in before if c.paper == p])
         r1, d1, t1, m1 = _new_counts([c for c in after if c.paper == p])
         u1 = sum(c.verdict == "unchecked" and c.kind == "paper" for c in after if c.paper == p)
-        lines.append(f"| `{p}` | {r0} of {d0} | {r1} of {d1} | {t1} of {m1} | {u1} |")
+        i1 = sum(c.verdict == "inconclusive" for c in after if c.paper == p)
+        lines.append(f"| `{p}` | {r0} of {d0} | {r1} of {d1} | {t1} of {m1} | {u1} | {i1} |")
     r0, d0 = _old_counts(before)
     r1, d1, t1, m1 = _new_counts(after)
     u1 = sum(c.verdict == "unchecked" and c.kind == "paper" for c in after)
-    lines.append(f"| all | {r0} of {d0} | {r1} of {d1} | {t1} of {m1} | {u1} |")
+    i1 = sum(c.verdict == "inconclusive" for c in after)
+    lines.append(f"| all | {r0} of {d0} | {r1} of {d1} | {t1} of {m1} | {u1} | {i1} |")
     lines += ["", "| paper | claim | before (kind, verdict) | after (kind, verdict) | why |", "|---|---|---|---|---|"]
     for key in sorted(set(old) | set(new), key=lambda k: (PAPERS.index(k[0]), k[1])):
         a, b = old.get(key), new.get(key)
@@ -56,8 +58,10 @@ def compare(before_csv: str, after_csv: str) -> str:
             continue
         was = f"{a.kind}, {a.verdict}" if a else "no row"
         now = f"{b.kind}, {b.verdict}" if b else "no row"
-        why = (b.note if b and b.verdict == "unchecked" else "re-kinded by what it measures" if a and b and a.kind != b.kind
-               else "")
+        if b and b.verdict in ("unchecked", "inconclusive"):
+            why = b.note
+        else:
+            why = "re-kinded by what it measures" if a and b and a.kind != b.kind else ""
         lines.append(f"| `{key[0]}` | `{key[1]}` | {was} | {now} | {why.replace('|', '/')} |")
     return "\n".join(lines) + "\n"
 
