@@ -239,3 +239,67 @@ def test_the_scorecard_counts_inconclusive_claims_apart(tmp_path):
     md = (tmp_path / "sc.md").read_text()
     assert "reproduced 1 of 1 empirical paper claims (0 unchecked, 1 inconclusive, 0 not discriminating)" in md
     assert "| `joma` | 1 | 0 | 1 | 0 | 0 | 0/0 | 0/0 |" in md and "- `b` (inconclusive): within the seed spread" in md
+
+
+def test_a_null_of_several_draws_passes_when_more_than_alpha_of_them_pass():
+    from featlearn.pipeline.claims import NULL_ALPHA
+
+    kw = dict(scale="default")
+    # planted pass: no untrained draw reaches the threshold
+    c = check("features", "n1", "", "", "rho", 0.8, ">", 0.5, baseline=("untrained network", [0.1, -0.2, 0.3]), **kw)
+    assert c.baseline_draws == 3 and c.baseline_pass_rate == 0 and not c.baseline_passed
+    assert c.verdict == "reproduced" and c.counts and c.null == "3 draws"
+    assert math.isclose(c.baseline_measured, (0.1 - 0.2 + 0.3) / 3)
+    # planted fail: one draw of three passes, a rate of 1/3 > alpha, although the draws' mean fails
+    c = check("features", "n2", "", "", "rho", 0.8, ">", 0.5, baseline=("untrained network", [0.6, 0.0, 0.0]), **kw)
+    assert c.baseline_pass_rate == pytest.approx(1 / 3) and c.baseline_measured < 0.5
+    assert c.baseline_passed and c.verdict == "not discriminating" and not c.counts
+    # one draw of forty passes: below alpha, the claim still discriminates
+    draws = [0.6] + [0.0] * 39
+    c = check("features", "n3", "", "", "rho", 0.8, ">", 0.5, baseline=("untrained network", draws), **kw)
+    assert c.baseline_pass_rate == 1 / 40 < NULL_ALPHA and c.verdict == "reproduced"
+    # a NaN draw fails the comparison and stays out of the mean
+    c = check("features", "n4", "", "", "rho", 0.8, ">", 0.5, baseline=("untrained network", [float("nan"), 0.1]), **kw)
+    assert c.baseline_pass_rate == 0 and c.baseline_measured == pytest.approx(0.1)
+    # a single value is one draw, as before
+    c = check("features", "n5", "", "", "rho", 0.8, ">", 0.5, baseline=("unigram model", 0.7), **kw)
+    assert c.baseline_draws == 1 and c.baseline_pass_rate == 1 and c.verdict == "not discriminating"
+    with pytest.raises(ValueError, match="no draws"):
+        check("features", "n6", "", "", "rho", 0.8, ">", 0.5, baseline=("untrained network", []), **kw)
+
+
+def test_a_null_rate_that_does_not_match_its_verdict_is_rejected():
+    with pytest.raises(ValueError, match="draws passes exactly when"):
+        Claim("joma", "x", "", "", "m", 1.0, "> 0", True, "default", baseline="untrained network", baseline_draws=3,
+              baseline_pass_rate=0.0, baseline_passed=True)
+
+
+def test_a_claim_without_a_baseline_says_why(tmp_path):
+    c = check("scan_snap", "w", "Fig. 10", "", "m", 1.0, ">", 0.0, "default",
+              no_baseline="the untrained curve is flat, so an ordering claim cannot pass on it")
+    assert c.baseline.startswith("no baseline: the untrained curve") and c.null == "none"
+    assert c.verdict == "reproduced" and c.baseline_passed is None
+    with pytest.raises(ValueError, match="a baseline and a reason"):
+        check("scan_snap", "w", "", "", "m", 1.0, ">", 0.0, "default", baseline=("x", 0.0), no_baseline="why")
+    write_claims(tmp_path / "c.csv", [c])
+    assert read_claims(tmp_path / "c.csv") == [c]
+
+
+def test_the_scorecard_shows_null_draws_and_counts_how_claims_were_tested(tmp_path):
+    claims = [
+        check("features", "n1", "Fig. 2", "s", "rho", 0.8, ">", 0.5, "default",
+              baseline=("untrained network", [0.1, 0.2, 0.3])),
+        check("features", "n2", "Fig. 2", "s", "rho", 0.8, ">", 0.5, "default",
+              baseline=("untrained network", [0.6, 0.1, 0.2])),
+        check("features", "n3", "Fig. 2", "s", "m", 1.0, ">", 0.0, "default", no_baseline="flat by construction"),
+        check("features", "n4", "Fig. 2", "s", "m", 1.0, ">", 0.0, "default", baseline=("unigram model", 0.0)),
+    ]
+    write_claims(tmp_path / "claims.csv", claims)
+    assert read_claims(tmp_path / "claims.csv") == claims
+    text = render_markdown(claims)
+    assert "untrained network, 3 draws: mean 0.2, 0 of 3 pass (fails)" in text
+    assert "`n2` (not discriminating): 1 of 3 draws of the untrained network pass > 0.5 too" in text
+    assert "no baseline: flat by construction" in text
+    # n2 does not count; of n1, n3, n4: one against several draws, one against one draw, one with none
+    assert "Of the 3 empirical claims decided, 1 were tested against a null of several draws" in text
+    assert "1 against one draw of a trivial model, and 1 have no baseline" in text

@@ -203,7 +203,7 @@ def test_token_statistics_on_planted_scores():
     st = F.token_stats(biased)
     assert st["frac_neg"] == 0 and st["beta"] == pytest.approx(1.5)  # final pos 2 * 2.5, neg 2 * 0.5: (5 + 1) / (5 - 1)
     assert list(F.seed_stats(biased).index) == [1, 2]
-    assert F.over_seeds([1.0, 3.0]) == {"value": 2.0, "spread": pytest.approx(2 ** 0.5), "seeds": 2}
+    assert F.over_seeds([1.0, 3.0]) == {"value": 2.0, "spread": pytest.approx(2 ** 0.5), "seeds": 2, "draws": (1.0, 3.0)}
 
 
 def test_lrnn_position_claims_on_planted_table(tmp_path):

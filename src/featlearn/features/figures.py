@@ -195,11 +195,12 @@ def token_stats(df: pd.DataFrame) -> dict[str, float]:
 
 
 def over_seeds(values) -> dict:
-    """A claim's measurement from its per-seed values: their mean (``value``), standard deviation (``spread``)
-    and number (``seeds``)."""
+    """A claim's measurement from its per-seed values: their mean (``value``), standard deviation (``spread``),
+    number (``seeds``) and the values themselves (``draws``: on the untrained network, one null draw per seed's
+    initialisation)."""
     v = np.asarray(values, dtype=float).ravel()
     return {"value": float(v.mean()) if len(v) else NAN, "spread": float(v.std(ddof=1)) if len(v) > 1 else NAN,
-            "seeds": len(v)}
+            "seeds": len(v), "draws": tuple(float(x) for x in v)}
 
 
 @dataclass(frozen=True)
@@ -223,16 +224,23 @@ class Measured:
     baseline: bool = True
     unchecked: str = ""  # why this run cannot decide the claim (nothing measured)
     note: str = ""
+    draws: tuple[float, ...] = ()  # the per-seed values of a mean over seeds (see over_seeds)
+    no_baseline: str = ""  # why a claim about a trained network has no baseline that could pass
+
+    def null(self) -> float | tuple[float, ...]:
+        """This measurement as a baseline: one draw per seed where it is a mean over several, else its value."""
+        return self.draws if len(self.draws) > 1 else self.value
 
 
 def verdicts(tables: Mapping[str, str], cfg: dict, figure: str, measure: Callable[[Inputs, dict], list[Measured]]) -> list[Claim]:
     """The figure's claims: ``measure`` on the trained tables, and again on the untrained network's as the
-    baseline of each claim that has one."""
+    baseline of each claim that has one (a null of one draw per seed's initialisation where the claim is a mean
+    over seeds)."""
     inputs = Inputs(tables)
     ours = measure(inputs, cfg)
     base = {}
     if any(m.baseline and not m.unchecked for m in ours):
-        base = {m.claim_id: m.value for m in measure(inputs.untrained(), cfg)}
+        base = {m.claim_id: m.null() for m in measure(inputs.untrained(), cfg)}
     claims = []
     for m in ours:
         if m.unchecked:
@@ -241,7 +249,8 @@ def verdicts(tables: Mapping[str, str], cfg: dict, figure: str, measure: Callabl
             continue
         claims.append(check(PAPER, m.claim_id, figure, m.statement, m.metric, m.value, m.op, m.threshold, cfg["scale"],
                             within=m.within, kind=m.kind, reason=m.reason, paper_value=m.paper_value, spread=m.spread,
-                            seeds=m.seeds, baseline=(UNTRAINED, base[m.claim_id]) if m.baseline else None, note=m.note))
+                            seeds=m.seeds, baseline=(UNTRAINED, base[m.claim_id]) if m.baseline else None,
+                            no_baseline=m.no_baseline, note=m.note))
     return claims
 
 

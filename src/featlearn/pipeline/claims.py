@@ -11,7 +11,10 @@ from ``measured`` by the comparison the claim states, never typed in by hand, an
   and never counted).
 - ``baseline``: a trivial model run on the same data (the untrained network, a unigram model, a constant
   predictor), measured the same way and put through the same comparison. A claim its baseline passes too
-  does not discriminate: it could not have told a trained network from an untrained one.
+  does not discriminate: it could not have told a trained network from an untrained one. A baseline of several
+  draws (untrained networks of several initialisations, one per seed) is a null: ``baseline_draws`` says how
+  many, ``baseline_pass_rate`` which fraction of them passes, and the baseline passes when that fraction exceeds
+  :data:`NULL_ALPHA`. A claim with no baseline that could pass says why in ``baseline`` (``no baseline: why``).
 - ``verdict``: ``reproduced`` (passes; no baseline passes), ``not reproduced`` (fails), ``not
   discriminating`` (passes, and so does the baseline), ``inconclusive`` (an empirical claim whose measurement,
   a mean over seeds, lies within its seed spread of the threshold: the seeds' noise could carry it to either
@@ -28,6 +31,7 @@ import csv
 import math
 import os
 from dataclasses import asdict, dataclass, fields
+import numbers
 from typing import Iterable, Mapping, Sequence
 
 from featlearn import PAPERS
@@ -40,10 +44,11 @@ SANITY_OK, SANITY_FAILED = "sanity ok", "sanity failed"
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_DISCRIMINATING, INCONCLUSIVE, UNCHECKED, SANITY_OK, SANITY_FAILED)
 COLUMNS = (
     "paper", "claim_id", "figure", "statement", "kind", "metric", "measured", "spread", "seeds", "target",
-    "threshold_reason", "paper_value", "baseline", "baseline_measured", "baseline_passed", "passed", "verdict",
+    "threshold_reason", "paper_value", "baseline", "baseline_measured", "baseline_draws", "baseline_pass_rate",
+    "baseline_passed", "passed", "verdict",
     "scale", "note",
 )
-_FLOATS = ("measured", "spread", "baseline_measured")
+_FLOATS = ("measured", "spread", "baseline_measured", "baseline_pass_rate")
 _OPS = {
     "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b,
@@ -52,6 +57,11 @@ _OPS = {
     "==": lambda a, b: a == b,
 }
 NAN = float("nan")
+# A baseline of several draws passes when more than this fraction of its draws passes the claim's comparison: the
+# usual 5% level of a test, here the share of null draws (untrained initialisations) a claim lets through. With k
+# draws the smallest nonzero rate is 1/k, so a null of fewer than 20 draws passes as soon as one draw does.
+NULL_ALPHA = 0.05
+NO_BASELINE = "no baseline"
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,8 @@ class Claim:
     paper_value: str = ""
     baseline: str = ""
     baseline_measured: float = NAN
+    baseline_draws: int = 0
+    baseline_pass_rate: float = NAN
     baseline_passed: bool | None = None
     verdict: str = ""
     note: str = ""
@@ -83,6 +95,9 @@ class Claim:
             raise ValueError("claim_id must not be empty")
         if self.kind not in KINDS:
             raise ValueError(f"claim {self.claim_id}: unknown kind {self.kind!r}; expected one of {KINDS}")
+        if self.baseline_draws > 1 and self.baseline_passed is not (self.baseline_pass_rate > NULL_ALPHA):
+            raise ValueError(f"claim {self.claim_id}: a baseline of {self.baseline_draws} draws passes exactly when more "
+                             f"than {NULL_ALPHA:g} of them pass (rate {self.baseline_pass_rate:g})")
         derived = verdict_of(self.kind, self.passed, self.baseline_passed)
         if not self.verdict:
             object.__setattr__(self, "verdict", derived)
@@ -99,6 +114,16 @@ class Claim:
         """Whether the claim counts in the headline: an empirical paper claim that discriminates (see module
         docstring)."""
         return self.kind == "paper" and self.verdict in (REPRODUCED, NOT_REPRODUCED)
+
+    @property
+    def null(self) -> str:
+        """What the claim was tested against: ``k draws`` (a null of several untrained initialisations), ``1 draw``
+        (one trivial model), ``none`` (the claim says why in its baseline) or empty (no baseline recorded)."""
+        if self.baseline.startswith(NO_BASELINE):
+            return "none"
+        if self.baseline_draws:
+            return f"{self.baseline_draws} draw{'s' if self.baseline_draws > 1 else ''}"
+        return ""
 
     @property
     def is_theory(self) -> bool:
@@ -160,13 +185,17 @@ def check(
     paper_value: str | float = "",
     spread: float = NAN,
     seeds: int = 1,
-    baseline: tuple[str, float] | None = None,
+    baseline: tuple[str, float | Sequence[float]] | None = None,
+    no_baseline: str = "",
     note: str = "",
 ) -> Claim:
     """Make a claim whose pass/fail is ``measured <op> threshold`` (or ``|measured - threshold| <= within``).
 
     A NaN measurement (e.g. a diverged run) always fails. ``baseline`` = (what it is, its measurement) is
-    put through the same comparison; ``reason`` is the threshold's reason. An empirical claim (kind ``paper``)
+    put through the same comparison; a sequence of measurements is a null of several draws (one per untrained
+    initialisation), which passes when more than :data:`NULL_ALPHA` of its draws pass (a NaN draw fails).
+    ``no_baseline``: why the claim has no baseline that could pass (its baseline reads ``no baseline: why``).
+    ``reason`` is the threshold's reason. An empirical claim (kind ``paper``)
     measured as a mean over seeds whose distance to the threshold is at most its ``spread`` (the seeds' standard
     deviation) is ``inconclusive``, passed or not: the margin must exceed the noise (:func:`margin`).
     """
@@ -178,10 +207,21 @@ def check(
             raise ValueError(f"unknown comparison {op!r}; use one of {sorted(_OPS)}")
         target = f"{op} {threshold:g}"
     passed = _compare(measured, op, threshold, within)
-    base_name, base_value, base_passed = "", NAN, None
+    base_name, base_value, base_passed, draws, rate = "", NAN, None, 0, NAN
+    if baseline is not None and no_baseline:
+        raise ValueError(f"claim {claim_id}: a baseline and a reason for having none")
     if baseline is not None:
-        base_name, base_value = baseline[0], float(baseline[1])
-        base_passed = _compare(base_value, op, threshold, within)
+        base_name, values = baseline[0], baseline[1]
+        values = [float(values)] if isinstance(values, numbers.Real) else [float(v) for v in values]
+        if not values:
+            raise ValueError(f"claim {claim_id}: a baseline of no draws")
+        finite = [v for v in values if not math.isnan(v)]
+        base_value = sum(finite) / len(finite) if finite else NAN
+        draws = len(values)
+        rate = sum(_compare(v, op, threshold, within) for v in values) / draws
+        base_passed = rate > NULL_ALPHA if draws > 1 else rate == 1.0
+    elif no_baseline:
+        base_name = f"{NO_BASELINE}: {no_baseline}"
     if isinstance(paper_value, float):
         paper_value = f"{paper_value:g}"
     verdict = ""
@@ -191,7 +231,8 @@ def check(
                                            f"(margin {margin(measured, op, threshold, within):.3g})") if x)
     return Claim(paper, claim_id, figure, statement, metric, measured, target, passed, scale, kind=kind,
                  spread=float(spread), seeds=int(seeds), threshold_reason=reason, paper_value=str(paper_value),
-                 baseline=base_name, baseline_measured=base_value, baseline_passed=base_passed, verdict=verdict, note=note)
+                 baseline=base_name, baseline_measured=base_value, baseline_draws=draws, baseline_pass_rate=rate,
+                 baseline_passed=base_passed, verdict=verdict, note=note)
 
 
 def margin(value: float, op: str, threshold: float, within: float | None) -> float:
@@ -267,13 +308,14 @@ def read_claims(path: str | os.PathLike) -> list[Claim]:
         if tuple(reader.fieldnames or ()) != COLUMNS:
             raise ValueError(f"{path}: columns {reader.fieldnames} are not the claims columns {COLUMNS}")
         out = []
-        special = (*_FLOATS, "passed", "baseline_passed", "seeds")
+        special = (*_FLOATS, "passed", "baseline_passed", "seeds", "baseline_draws")
         for row in reader:
             out.append(
                 Claim(
                     **{f.name: row[f.name] for f in fields(Claim) if f.name not in special},
                     **{name: float(row[name]) for name in _FLOATS},
                     seeds=int(row["seeds"]),
+                    baseline_draws=int(row["baseline_draws"]),
                     passed=_bool(path, row, "passed"),
                     baseline_passed=_bool(path, row, "baseline_passed", allow_empty=True),
                 )

@@ -14,6 +14,7 @@ from featlearn.pipeline.claims import (
     SANITY_OK,
     UNCHECKED,
     INCONCLUSIVE,
+    NULL_ALPHA,
     VERDICTS,
     Claim,
     merge_claims,
@@ -40,10 +41,33 @@ def _ours(c: Claim) -> str:
     return f"{_fmt(c.measured)}{spread}{seeds}"
 
 
+def _passing_draws(c: Claim) -> int:
+    return round(c.baseline_pass_rate * c.baseline_draws)
+
+
 def _baseline(c: Claim) -> str:
-    if not c.baseline:
-        return ""
+    if not c.baseline or c.null == "none":
+        return c.baseline
+    if c.baseline_draws > 1:
+        return (f"{c.baseline}, {c.baseline_draws} draws: mean {_fmt(c.baseline_measured)}, "
+                f"{_passing_draws(c)} of {c.baseline_draws} pass ({'passes' if c.baseline_passed else 'fails'})")
     return f"{c.baseline}: {_fmt(c.baseline_measured)} ({'passes' if c.baseline_passed else 'fails'})"
+
+
+def null_line(claims: list[Claim]) -> str:
+    """How the claims that count were tested against a null: how many against several draws (untrained networks of
+    several initialisations), how many against one trivial model, how many say why they have no baseline."""
+    counted = [c for c in claims if c.counts]
+    if not counted:
+        return ""
+    several = sum(c.baseline_draws > 1 for c in counted)
+    one = sum(c.baseline_draws == 1 for c in counted)
+    none = sum(c.null == "none" for c in counted)
+    missing = len(counted) - several - one - none
+    text = (f"Of the {len(counted)} empirical claims decided, {several} were tested against a null of several draws "
+            f"(a baseline passes when more than {NULL_ALPHA:g} of its draws pass), {one} against one draw of a trivial "
+            f"model, and {none} have no baseline that could pass (the row says why)")
+    return text + (f"; {missing} record no baseline." if missing else ".")
 
 
 def headline(claims: list[Claim]) -> str:
@@ -71,6 +95,9 @@ def what_differs(c: Claim) -> str:
     """One line on a claim that does not count as reproduced: its note, else what the numbers say."""
     if c.note:
         return c.note
+    if c.verdict == NOT_DISCRIMINATING and c.baseline_draws > 1:
+        return (f"{_passing_draws(c)} of {c.baseline_draws} draws of the {c.baseline} pass {c.target} too (their mean: "
+                f"{_fmt(c.baseline_measured)}), more than {NULL_ALPHA:g}")
     if c.verdict == NOT_DISCRIMINATING:
         return f"the {c.baseline} scores {_fmt(c.baseline_measured)}, which passes {c.target} too"
     paper = f" (the paper: {c.paper_value})" if c.paper_value else ""
@@ -87,6 +114,8 @@ def paper_section(rows: list[Claim]) -> list[str]:
     if not rows:
         return ["No claims checked in this run."]
     lines = [f"{headline(rows).capitalize()}."]
+    if null_line(rows):
+        lines += ["", null_line(rows)]
     paper_rows = [c for c in rows if c.kind != "sanity"]
     if paper_rows:
         lines += ["",
@@ -124,6 +153,8 @@ def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None, 
     if record:
         lines += [provenance_line(record), ""]
     lines += [f"All papers: {headline(claims)}.", ""]
+    if null_line(claims):
+        lines += [null_line(claims), ""]
     lines += [
         "A claim counts only when it is an empirical statement of the paper (kind `paper`) and no trivial baseline "
         "(the untrained network, a unigram model, a constant predictor) run on the same data passes it too. The paper's "
