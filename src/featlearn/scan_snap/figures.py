@@ -15,6 +15,7 @@ import pandas as pd
 import seaborn as sns
 from scipy.stats import spearmanr
 
+from featlearn.nulls import SHUFFLED, shuffle_null, shuffled_labels
 from featlearn.pipeline.claims import NAN, UNTRAINED, Claim, check, frozen_at_init, gate
 from featlearn.plotting import ordered_palette, set_style
 from featlearn.scan_snap.constants import LAYOUTS, N_COMMON, N_DISTINCT
@@ -91,6 +92,39 @@ def draw_4(inputs: dict, cfg: dict):
     return fig
 
 
+def _fig4_ratio_orders(steps_df: pd.DataFrame, last: int, ratios: list) -> dict[str, float]:
+    """Fig. 4's claims that order the largest ratio against the smallest, on the seed means of the separate-query
+    layout: 2 (loss < 1e-2 reached no later), 6a (entropy higher), 6b (common mass higher)."""
+    sep = steps_df[steps_df["layout"] == "separate"]
+    mean = sep.groupby(["ratio", "step"])[["loss", "distinct_entropy", "common_mass"]].mean()
+    r_lo, r_hi = min(ratios), max(ratios)
+
+    def first_below(ratio, level=1e-2):
+        s = mean.loc[ratio, "loss"]
+        hit = s[s < level]
+        return float(hit.index.min()) if len(hit) else float("inf")
+
+    return {
+        "2": first_below(r_hi) - first_below(r_lo),
+        "6a": mean.loc[(r_hi, last), "distinct_entropy"] - mean.loc[(r_lo, last), "distinct_entropy"],
+        "6b": mean.loc[(r_hi, last), "common_mass"] - mean.loc[(r_lo, last), "common_mass"],
+    }
+
+
+# Fig. 4's claims whose untrained baseline is fixed by construction (nothing moves, so a gain is constant and a late
+# change is 0/0): why they have none that could pass.
+FIG4_NO_BASELINE = {
+    "4b": "the untrained network's gain c(T)/c(0) is 1 for every token, which has no rank order (NaN by construction); "
+          "no null of gains is built",
+    "7": "the untrained network does not move, so its late-to-early change is 0/0 (NaN by construction); no null of "
+         "entropy paths is built",
+    "8a": "the untrained network does not move, so no (token, iteration) pair is compared (NaN by construction); "
+          "Thm. 3's sign agreement has no null here",
+    "8b": "the untrained network does not move, so both discrepancies are undefined (NaN by construction); a shuffle of "
+          "the ratios over the composition tables is not built",
+}
+
+
 def _fig4_measures(steps_df: pd.DataFrame, comp: pd.DataFrame, last: int, ratios: list) -> dict[str, tuple[float, float]]:
     """The measurements of Fig. 4's claims on the separate-query layout: id -> (value, spread over seeds)."""
     half = int(steps_df.loc[steps_df["step"] <= last / 2, "step"].max())
@@ -102,10 +136,6 @@ def _fig4_measures(steps_df: pd.DataFrame, comp: pd.DataFrame, last: int, ratios
     spec = SequenceClasses(*LAYOUTS["separate"])
     r_lo, r_hi = min(ratios), max(ratios)
 
-    def first_below(ratio, level=1e-2):
-        s = mean.loc[ratio, "loss"]
-        hit = s[s < level]
-        return float(hit.index.min()) if len(hit) else float("inf")
 
     fin = comp[(comp["step"] == last) & comp["run"].str.startswith("separate_")]
     init = comp[(comp["step"] == 0) & comp["run"].str.startswith("separate_")]
@@ -125,7 +155,6 @@ def _fig4_measures(steps_df: pd.DataFrame, comp: pd.DataFrame, last: int, ratios
     snap_den = abs(H[half] - H[0])
     out = {
         "1b": (mean.loc[(r_lo, last), "loss"], sd.loc[(r_lo, last), "loss"]),
-        "2": (first_below(r_hi) - first_below(r_lo), NAN),
         "3a": (fin.loc[fin["token"] < N_COMMON, "z"].max(), NAN),
         "3b": (mean.loc[(r_lo, last), "common_mass"], sd.loc[(r_lo, last), "common_mass"]),
         "4a": (min(spearman_c), NAN),
@@ -134,8 +163,7 @@ def _fig4_measures(steps_df: pd.DataFrame, comp: pd.DataFrame, last: int, ratios
         "5a": (mean.loc[(r_lo, last), "distinct_entropy"], sd.loc[(r_lo, last), "distinct_entropy"]),
         "5b": (mean.loc[(r_lo, last), "distinct_entropy"], sd.loc[(r_lo, last), "distinct_entropy"]),
         "5c": (max(top_share), NAN),
-        "6a": (mean.loc[(r_hi, last), "distinct_entropy"] - mean.loc[(r_lo, last), "distinct_entropy"], NAN),
-        "6b": (mean.loc[(r_hi, last), "common_mass"] - mean.loc[(r_lo, last), "common_mass"], NAN),
+        **{cid: (value, NAN) for cid, value in _fig4_ratio_orders(steps_df, last, ratios).items()},
         "7": (abs(H[last] - H[half]) / snap_den if snap_den > 0 else float("nan"), NAN),
     }
     # Theorem 3: r_{l/l'|n}(t) = r(0) chi_l(t), with r = c_l^2 / c_l'^2 - 1 (l' the least frequent distinct token of
@@ -179,10 +207,19 @@ def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
     r_lo, r_hi = min(ratios), max(ratios)
     half = int(steps_df.loc[steps_df["step"] <= last / 2, "step"].max())
 
+    # one set of shuffles serves the three orderings
+    orders = [_fig4_ratio_orders(d, last, ratios) for d in shuffled_labels(steps_df, "ratio", ["layout", "seed"])]
+
     def claim(cid, statement, metric, op, threshold, reason, kind="paper", mean=False, **kw):
         value, spread = ours[cid]
+        if cid in orders[0]:  # the untrained network is the same at every ratio: shuffle the ratios within each seed
+            kw["baseline"] = (SHUFFLED.format(label="ratio", blocks="seed"), [o[cid] for o in orders])
+        elif cid in FIG4_NO_BASELINE and kind == "paper":
+            kw["no_baseline"] = FIG4_NO_BASELINE[cid]
+        else:
+            kw["baseline"] = (UNTRAINED, base[cid][0])
         return _claim(cid, "Fig. 4", statement, metric, value, op, threshold, scale, kind=kind, reason=reason,
-                      spread=spread, seeds=seeds if mean else 1, baseline=(UNTRAINED, base[cid][0]), **kw)
+                      spread=spread, seeds=seeds if mean or cid in orders[0] else 1, **kw)
 
     return [
         claim("1b", f"loss below 1e-3 at iteration {last} (ratio {r_lo:g})", f"final loss, {SEED_MEAN}", "<", 1e-3,
@@ -334,9 +371,20 @@ def claims_6(inputs: dict, cfg: dict) -> list[Claim]:
     r_lo = 2 if 2 in ratios else ratios[0]
     seeds = int(df["seed"].nunique())
 
+    # The untrained network's entropy does not depend on eta_Z or the ratio, so the orderings 9a-10b are 0 on it by
+    # construction: their null shuffles the condition they order among the runs of each seed and cell.
+    blocks = {"9a": ("eta_z", ["num_last", "ratio", "seed"]), "9b": ("eta_z", ["num_last", "ratio", "seed"]),
+              "10": ("ratio", ["num_last", "eta_z", "seed"]), "10b": ("ratio", ["num_last", "eta_z", "seed"])}
+
     def claim(cid, statement, metric, op, threshold, reason, **kw):
+        if cid in blocks:
+            label, within = blocks[cid]
+            null = shuffle_null(df, label, within, lambda d: _fig6_measures(d, "distinct_entropy")[cid])
+            baseline = (SHUFFLED.format(label=label, blocks=", ".join(within[:-1]) + " and seed"), null)
+        else:
+            baseline = (UNTRAINED, base[cid])
         return _claim(cid, "Fig. 6", statement, metric, ours[cid], op, threshold, scale, reason=reason, seeds=seeds,
-                      baseline=(UNTRAINED, base[cid]), **kw)
+                      baseline=baseline, **kw)
 
     return [
         claim("9a", f"larger eta_Z gives sparser attention: entropy at eta_Z={ez[-1]:g} below eta_Z={ez[0]:g} in every cell",
@@ -532,14 +580,14 @@ def claims_7(inputs: dict, cfg: dict) -> list[Claim]:
     map_steps = cfg["map_steps"]
     claims = []
     for v, mats in _fig7_maps(inputs, cfg).items():
-        untrained = {step: mats[map_steps[0]] for step in map_steps}
         claims.append(_claim(f"wiki_freeze_{v}", "Fig. 7", f"{v}: layer-0 attention freezes: the change between the last two "
                              f"checkpoints ({map_steps[-2]}, {map_steps[-1]}) is below a quarter of the change between "
                              f"{map_steps[0]} and {map_steps[1]}",
                              "mean |A(last) - A(previous)| / mean |A(1) - A(0)|", freeze_ratio(mats, map_steps), "<", 0.25,
                              cfg["scale"],
                              reason="the reference's reading of Fig. 7: late change below a quarter of the early change",
-                             baseline=(UNTRAINED, freeze_ratio(untrained, map_steps))))
+                             no_baseline="the untrained network's maps do not move, so its late-to-early change is 0/0 "
+                                         "(NaN by construction); one run per variant leaves no shuffle null"))
     return claims
 
 
@@ -612,7 +660,10 @@ def claims_10(inputs: dict, cfg: dict) -> list[Claim]:
                             f"{dataset}: validation attention entropy falls as the unified learning rate rises",
                             "Spearman(lr, entropy)", _rank_correlation(part["lr"], part["entropy"]), "<=", -0.8, cfg["scale"],
                             reason=f"a near-monotone fall over the {len(part)} learning rates (the reference's -0.8)",
-                            baseline=(UNTRAINED, _rank_correlation(part["lr"], part["init_entropy"])))
+                            # the untrained entropies are the same for every lr (a correlation of NaN): the null
+                            # shuffles the learning rates over the runs (a permutation test of the rank correlation)
+                            baseline=("shuffled lr over the runs",
+                                      shuffle_null(part, "lr", [], lambda d: _rank_correlation(d["lr"], d["entropy"]))))
         converged = _claim(f"wiki_converged_{dataset}", "Fig. 10",
                            f"{dataset}: every learning rate's run has converged (the paper trains until convergence) "
                            f"by iteration {int(part['step'].max())}",
