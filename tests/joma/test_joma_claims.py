@@ -300,7 +300,7 @@ def test_fig6_stable_rank_rebound_on_planted_curves(tmp_path):
     good = W.claims_6({"logs": _rank_logs(tmp_path, {1: [dip], 2: [falling, dip]})}, cfg)
     assert_passes("joma", good, "fig6_rank_rebound_wikitext2")
     rank = {c.claim_id: c for c in good}["fig6_rank_rebound_wikitext2"]
-    assert rank.measured == pytest.approx(42 / 35 - 1) and rank.baseline_measured == 0.0 and rank.verdict == "reproduced"
+    assert rank.measured == pytest.approx(42 / 35 - 1) and rank.null == "none" and rank.verdict == "reproduced"
     bad = W.claims_6({"logs": _rank_logs(tmp_path, {1: [dip], 2: [falling, falling]})}, cfg)  # the 2-layer model never rebounds
     assert_fails("joma", bad, "fig6_rank_rebound_wikitext2")
 

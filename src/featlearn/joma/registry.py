@@ -17,6 +17,7 @@ from featlearn.pipeline.registry import CHECK, TABLE, Drawing, Figure, Job, Pape
 from featlearn.pipeline.sizing import gpu_rate, lm_tokens, runtime_minutes
 
 PAPER = "joma"
+COST = "featlearn.joma.cost"  # the cost models of the estimate (python -m featlearn estimate)
 DYNAMICS_CODE = ("joma/dynamics.py", "joma/experiments.py")
 DYNAMICS_PLOT = ("joma/figures.py", "plotting.py", "pipeline/claims.py")
 SIM_CODE = ("joma/attention_sim.py",)
@@ -116,7 +117,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
     table1_cell = job(
         "table1_cell", f"{t1}:table1_cell", {"cell": out("table1", f"{cell}.csv")},
         lambda wc: {**t1_common, "C": int(wc.C), "n_ch": int(wc.n_ch), "n0": int(wc.n0), "n1": int(wc.n1)},
-        HIER_CODE, stem=f"table1/{cell}", threads=t1_cfg["threads"], runtime=60, gpu=True,
+        HIER_CODE, stem=f"table1/{cell}", threads=t1_cfg["threads"], runtime=60, gpu=True, cost=f"{COST}:table1_cost",
         wildcards={"C": r"\d+", "n_ch": r"\d+", "n0": r"\d+", "n1": r"\d+"},
     )
     cells = [
@@ -160,6 +161,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
                 for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))},
         wildcards={"dataset": "wikitext2|wikitext103", "n_layer": r"\d+", "lr": r"[0-9.e+-]+", "seed": r"\d+"},
         work_dir=lambda wc: out("wikitext", wc.dataset, f"L{wc.n_layer}_lr{wc.lr}_s{wc.seed}.resume"),
+        cost=f"{COST}:wikitext_cost",
     )
     jobs = [eq6, theorem2, softmax, exp, table1_cell, hblt, checkpoint, wikitext]
 

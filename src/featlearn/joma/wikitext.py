@@ -14,6 +14,8 @@ from __future__ import annotations
 from featlearn.io import write_csv
 from featlearn.lm.train import train_from_files
 
+OPTIMIZER = "adam"  # at a constant learning rate (module docstring)
+
 
 def run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Train one (dataset, layers, learning rate, seed) model on the prepared ``train``, ``valid`` and
@@ -22,7 +24,7 @@ def run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     settings = dict(settings)
     dataset = settings.pop("dataset")
     tag = f" {dataset} {settings['n_layer']}L lr{settings['lr']:g} seed{settings['seed']}"
-    out = train_from_files({**settings, "optimizer": "adam"}, inputs["train"], inputs["valid"], inputs["vocab"], ctx.work_dir,
+    out = train_from_files({**settings, "optimizer": OPTIMIZER}, inputs["train"], inputs["valid"], inputs["vocab"], ctx.work_dir,
                            ctx.device, tag=tag)
     log = out["log"]
     log.insert(0, "seed", settings["seed"])
