@@ -251,8 +251,12 @@ def _claims(figure: str, measure, runs: pd.DataFrame, scale: str, baseline: str 
         if unmeasured:
             return unchecked(PAPER, cid, figure, statement, unmeasured, scale, paper_value=paper_value, reason=reason)
         value, spread = ours[cid]
+        # a constant predictor never reaches an error threshold: an n* of it is infinite, a ratio of two undefined
+        null = {"baseline": (baseline, base[cid][0])} if math.isfinite(base[cid][0]) else \
+            {"no_baseline": f"the {baseline} does not learn, so its n* is infinite (a ratio of n*s undefined) by "
+                            "construction; a null of untrained transformers is not run"}
         made = check(PAPER, cid, figure, statement, metric, value, op, threshold, scale, reason=reason, paper_value=paper_value,
-                     spread=spread if seeds > 1 else NAN, seeds=seeds, baseline=(baseline, base[cid][0]), **kw)
+                     spread=spread if seeds > 1 else NAN, seeds=seeds, **null, **kw)
         return short_grid(made, undecided)
 
     return claim, ours
