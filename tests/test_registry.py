@@ -62,3 +62,36 @@ def test_unknown_names_give_clear_errors():
         get_dataset("sts")
     with pytest.raises(KeyError, match="no raw file"):
         get_raw_file("sst", "train.txt")
+
+
+def test_claims_on_a_dataset_this_run_leaves_out_are_listed_unchecked():
+    """Issue 37, item 7: a figure of the paper on WikiText-2 and WikiText-103 run on WikiText-2 alone lists its
+    WikiText-103 claims as unchecked, saying whether the data is missing or the scale leaves it out."""
+    from featlearn.pipeline.registry import dataset_unchecked
+
+    ids = ("wiki_entropy_lr_*", "wiki_converged_*", "fig6_*layer_top_drop_*", "9a")
+    both = ("wikitext2", "wikitext103")
+    # the default scale lists WikiText-2 only
+    rows = dataset_unchecked("Fig. 10", ids, both, ["wikitext2"], ["wikitext2"], lambda d: True,
+                             sanity=("wiki_converged_*",))
+    assert set(rows) == {"wiki_entropy_lr_wikitext103", "fig6_*layer_top_drop_wikitext103"}
+    fig, statement, why = rows["wiki_entropy_lr_wikitext103"]
+    assert fig == "Fig. 10" and statement.startswith("claim wiki_entropy_lr_wikitext103") and "paper scale" in why
+    assert rows["fig6_*layer_top_drop_wikitext103"][1].startswith("the claims ")
+    # the paper scale lists both, and WikiText-103 is absent
+    rows = dataset_unchecked("Fig. 10", ids, both, ["wikitext2"], list(both), lambda d: d != "wikitext103")
+    assert rows["wiki_entropy_lr_wikitext103"][2] == "dataset wikitext103 is not available"
+    assert "wiki_converged_wikitext103" in rows  # not declared a sanity check here
+    # everything used: nothing to list
+    assert dataset_unchecked("Fig. 10", ids, both, list(both), list(both), lambda d: True) == {}
+
+
+def test_the_default_run_lists_the_wikitext103_claims_as_unchecked():
+    from featlearn.pipeline.registry import Paths
+    from featlearn.pipeline.targets import registries
+    from featlearn.pipeline.workflow import merged_config
+
+    regs = registries(merged_config([]), Paths(), lambda d: d != "wikitext103")
+    listed = {cid for reg in regs.values() for cid in reg.unchecked}
+    assert {"wiki_entropy_lr_wikitext103", "fig6_1layer_drop_wikitext103", "12_wikitext103"} <= listed
+    assert not any(cid.startswith(("wiki_converged", "fig6_step0")) for cid in listed)  # sanity checks stay out

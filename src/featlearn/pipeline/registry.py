@@ -67,6 +67,10 @@ class Job:
     ``stem`` names the log and benchmark files (``results/logs/<paper>/<stem>.log``). ``code`` lists package
     files or folders hashed into the rule's code hash on top of the import closure of ``run``
     (:mod:`featlearn.pipeline.imports`), which already covers every module the job may import.
+
+    ``cost`` names the job's cost model as ``module:function`` (the paper's ``cost`` module), which
+    ``python -m featlearn estimate`` calls as ``function(node, results)`` to get a
+    :class:`featlearn.pipeline.estimate.Cost`; None: the estimate does not model the job.
     """
 
     name: str
@@ -81,6 +85,7 @@ class Job:
     resources: Resources = Resources()
     wildcards: Mapping[str, str] = field(default_factory=dict)
     work_dir: str | Callable[[Any], str] | None = None
+    cost: str | None = None
 
     def settings_json(self, wildcards=None) -> str:
         value = self.settings(wildcards) if callable(self.settings) else self.settings
@@ -272,6 +277,29 @@ class PaperRegistry:
 
     def claim_tables(self, paths: Paths) -> list[str]:
         return [f.claims_file(paths) for f in self.figures if f.claims] + list(self.job_claims)
+
+
+def dataset_unchecked(label: str, claim_ids: tuple[str, ...], datasets: tuple[str, ...], used: list[str],
+                      listed: list[str], dataset_on: Callable[[str], bool],
+                      sanity: tuple[str, ...] = ()) -> dict[str, tuple[str, str, str]]:
+    """The per-dataset claims of figure ``label`` (ids ending in ``_*``, the dataset's name) on each dataset the
+    paper's figure has (``datasets``) that this run's figure does not use (``used``), as unchecked rows: claim id ->
+    (figure, statement, why). Why: the dataset is not available, or this scale's config does not list it
+    (``listed``), e.g. WikiText-103 at the default scale, which runs only with config/paper.yaml. The ``sanity``
+    checks among ``claim_ids`` are left out: a check of a run that did not happen is not a claim left untested."""
+    rows = {}
+    for d in datasets:
+        if d in used:
+            continue
+        why = (f"dataset {d} is not available" if d in listed and not dataset_on(d) else
+               f"this scale's {label} runs on {', '.join(listed) or 'no dataset'}; {d} is run at paper scale "
+               "(config/paper.yaml)")
+        for cid in claim_ids:
+            if cid.endswith("_*") and cid not in sanity:
+                own = f"{cid[:-1]}{d}"
+                what = f"the claims {own}" if "*" in own else f"claim {own}"
+                rows[own] = (label, f"{what} of {label} ({d})", why)
+    return rows
 
 
 def load(dotted: str) -> Callable:

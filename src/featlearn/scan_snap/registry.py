@@ -8,7 +8,7 @@ of the config it reads, so that changing another part does not redraw it.
 from __future__ import annotations
 
 from featlearn.lm import epoch_budget
-from featlearn.pipeline.registry import CHECK, Figure, Job, PaperRegistry, Paths, Resources
+from featlearn.pipeline.registry import CHECK, Figure, Job, PaperRegistry, Paths, Resources, dataset_unchecked
 from featlearn.pipeline.sizing import gpu_rate, lm_tokens, runtime_minutes
 
 PAPER = "scan_snap"
@@ -30,6 +30,7 @@ CLAIM_IDS = {
 }
 EXPERIMENTS = "featlearn.scan_snap.experiments"
 FIGURES = "featlearn.scan_snap.figures"
+COST = "featlearn.scan_snap.cost"  # the cost models of the estimate (python -m featlearn estimate)
 
 
 def lm_runs(cfg: dict) -> dict[str, tuple[str, dict]]:
@@ -56,11 +57,15 @@ def lm_variants(cfg: dict) -> dict[str, dict]:
     return {name: settings for name, (_, settings) in lm_runs(cfg).items()}
 
 
+# The datasets of the paper's Fig. 10 (Scan and Snap Sec. 7: WikiText-2 and WikiText-103): a run without one lists its
+# claims as unchecked.
+FIG10_PAPER_DATASETS = ("wikitext2", "wikitext103")
+
 def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
     cfg = config[PAPER]
     out = lambda *parts: paths.paper(PAPER, *parts)  # noqa: E731
 
-    def synthetic(name, experiment, outputs, stem, *, gpu=False, mem_mb=2000, runtime=20, threads=None):
+    def synthetic(name, experiment, outputs, stem, *, gpu=False, mem_mb=2000, runtime=20, threads=None, cost=None):
         return Job(
             name=f"scan_snap_{name}",
             paper=PAPER,
@@ -71,14 +76,16 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
             code=SYNTHETIC_CODE,
             threads=cfg["threads"] if threads is None else threads,
             resources=Resources(mem_mb=mem_mb, runtime=runtime, gpu=gpu),
+            cost=cost and f"{COST}:{cost}",
         )
 
     syn_small = synthetic("syn_small", "syn_small", {"steps": "syn_small_steps.csv", "composition": "syn_small_composition.csv"},
-                          "syn_small")
-    adam = synthetic("adam", "adam", {"steps": "adam_steps.csv", "composition": "adam_composition.csv"}, "adam")
+                          "syn_small", cost="syn_small_cost")
+    adam = synthetic("adam", "adam", {"steps": "adam_steps.csv", "composition": "adam_composition.csv"}, "adam",
+                     cost="adam_cost")
     # The 640-run sweep: one process, one vectorised training per query count.
     syn_medium = synthetic("syn_medium", "syn_medium", {"final": "syn_medium_final.csv", "recall": "syn_medium_recall.csv"},
-                           "syn_medium", gpu=True, mem_mb=4000, runtime=60)
+                           "syn_medium", gpu=True, mem_mb=4000, runtime=60, cost="syn_medium_cost")
     generator = synthetic("generator", "generator_check", {"freq": "generator_freq.csv"}, "generator", runtime=10, threads=1)
     theory = synthetic("theory", "theory_tables",
                        {"snapping": "theory_snapping.csv", "decoder": "theory_decoder.csv", "t0": "theory_t0.csv"},
@@ -130,6 +137,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
                     gpu_rate("scan_snap_lm", int(runs[wc.variant][1]["n_layer"]), runs[wc.variant][0]), floor=120)),
                 wildcards={"variant": "|".join(runs)},
                 work_dir=lambda wc: out("lm", f"{wc.variant}.resume"),
+                cost=f"{COST}:wikitext_cost",
             )
         )
     if dataset_on(f7["dataset"]):
@@ -145,4 +153,6 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
     for d in f10["datasets"]:
         if d not in on10:
             skipped[f"scan_snap Fig. 10 ({d})"] = f"dataset {d} is switched off"
-    return PaperRegistry(PAPER, jobs=tuple(jobs), figures=tuple(figures), skipped=skipped)
+    unchecked = dataset_unchecked("Fig. 10", CLAIM_IDS["10"], FIG10_PAPER_DATASETS, on10, f10["datasets"], dataset_on,
+                                  sanity=("wiki_converged_*",))
+    return PaperRegistry(PAPER, jobs=tuple(jobs), figures=tuple(figures), skipped=skipped, unchecked=unchecked)
