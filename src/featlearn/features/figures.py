@@ -790,11 +790,10 @@ def claims_9(tables: Mapping[str, str], cfg: dict) -> list[Claim]:
     """Claim 7 on the negation phrases (scores averaged over seeds)."""
     def measure(inputs: Inputs, cfg: dict) -> list[Measured]:
         diff, _ = _phrase_differences(inputs)
-        return [Measured("7-fig9-differences", "SA: s(sub-phrase) - s(phrase) > 0 for at least 95% of the negation phrases",
-                         "fraction > 0", float((diff > 0).mean()) if len(diff) else NAN, ">=", 0.95,
-                         "[P] App. C.2: the differences 'are all positive' (65 phrases); 95% allows for this project's "
-                         "phrase set, which matches the paper's counts but is a definition found by search, not stated",
-                         paper_value="65 of 65")]
+        return [Measured("7-fig9-differences", "SA: s(sub-phrase) - s(phrase) > 0 for every negation phrase",
+                         "fraction > 0", float((diff > 0).mean()) if len(diff) else NAN, ">=", 1.0,
+                         "[P] App. C.2: the differences 'are all positive' (65 phrases): every phrase, the paper's own "
+                         "number", paper_value="65 of 65")]
 
     return verdicts(tables, cfg, "9", measure)
 
@@ -1027,7 +1026,10 @@ def measure_table3(inputs: Inputs, cfg: dict) -> list[Measured]:
         paper = dict(zip(TABLE3_COLUMNS, PAPER_TABLE3[("sst", "test")]))
         out.append(Measured("4-sst-relu-drop", "SST, MLP-ReLU: test accuracy drops by >= 5 points from setting I to II",
                             "acc(I) - acc(II), points", **over_seeds(at("relu", lo) - at("relu", hi)), op=">=", threshold=5,
-                            reason="[P] Table 3: 80.0 (I) vs 67.3 (II), a 12.7-point drop; [project] asks for 5 points",
+                            reason="[P] Table 3: 80.0 (I) vs 67.3 (II), a 12.7-point drop; loosened to 5 points "
+                                   "because the claim is that ReLU drops where tanh, GeLU and SiLU move by at most 0.2: 5 "
+                                   "points separates the two with room for this scale's seed spread (about 4 points over 3 "
+                                   "seeds), and the printed 12.7 itself is compared at paper scale (4-table3-values)",
                             paper_value=f"{paper[('relu', 'I')] - paper[('relu', 'II')]:.1f}"))
         for act in ("tanh", "gelu", "silu"):
             if act in acc.columns.get_level_values(0):
@@ -1036,9 +1038,10 @@ def measure_table3(inputs: Inputs, cfg: dict) -> list[Measured]:
                 out.append(Measured(f"4-sst-{act}-stable", f"SST, MLP-{act}: test accuracy changes by <= 1.5 points from "
                                     "setting I to II", "|mean acc(I) - mean acc(II)|, points",
                                     **{**change, "value": abs(change["value"])}, op="<=", threshold=1.5,
-                                    reason="[P] Table 3: changes of 0.0 (tanh), 0.1 (GeLU), 0.2 (SiLU) points; [project] "
-                                           "1.5 points, about 1.1 binomial standard deviations of the difference of two "
-                                           "runs on 1,821 test sentences",
+                                    reason="[P] Table 3: changes of 0.0 (tanh), 0.1 (GeLU), 0.2 (SiLU) points; loosened "
+                                           "to 1.5 points because 0.2 is below the test set's own noise: 1.5 points is "
+                                           "about 1.1 binomial standard deviations of the difference of two runs on 1,821 "
+                                           "test sentences at 80%",
                                     paper_value=f"{abs(paper[(act, 'I')] - paper[(act, 'II')]):.1f}"))
     df = _table3_frame(inputs, cfg["sigma_v"])
     if not df.dropna(subset=["paper"]).empty:
