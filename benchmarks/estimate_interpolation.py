@@ -1,6 +1,6 @@
 """How well the estimate's interpolation between probes predicts the groups it did not probe.
 
-For each chosen sweep job of a config's DAG, every distinct group is probed (``featlearn.estimate.Prober``, the
+For each chosen sweep job of a config's DAG, every distinct group is probed (``featlearn.pipeline.estimate.Prober``, the
 job's own code), then the estimate's rule is applied as ``python -m featlearn estimate`` applies it
 (``probe_parts``: ``--max-probes-per-job`` representatives by FLOPs per step, the rest fitted as
 s/step = a + b x FLOPs) and its predictions are compared with the measured s/step of the groups the fit did not
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 
 def main(argv=None) -> None:
-    from featlearn import estimate as E
+    from featlearn.pipeline import estimate as E
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--configfile", nargs="*", default=[])
@@ -46,7 +46,7 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "probes.json"
         for node in chosen:
-            cost = E.COST_MODELS[node.rule](node, str(ROOT / "results"))
+            cost = E.cost_model(node)(node, str(ROOT / "results"))
             t0 = time.perf_counter()
             full = E.Prober(args.device, cache, steps=args.probe_steps, warmup=1, threads=args.threads)
             measured = [full.get(node.rule, p.probe, p.flops_per_step) for p in cost.parts]
@@ -55,7 +55,8 @@ def main(argv=None) -> None:
                            threads=args.threads, max_parts=args.max_probes_per_job, probes={
                                k: (lambda shape, dim, device, steps, warmup, _k=k: {"seconds_per_step": next(
                                    m["seconds_per_step"] for p, m in zip(cost.parts, measured)
-                                   if p.probe.shape == shape and p.probe.kind == _k)}) for k in E.PROBES})
+                                   if p.probe.shape == shape and p.probe.kind == _k)})
+                               for k in {p.probe.kind for p in cost.parts}})
             predicted = E.probe_parts(node.rule, cost.parts, few)
             errs = [abs(p["seconds_per_step"] - m["seconds_per_step"]) / m["seconds_per_step"]
                     for p, m in zip(predicted, measured) if p.get("interpolated") and m and m.get("seconds_per_step")]

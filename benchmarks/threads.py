@@ -2,7 +2,8 @@
 
 For each job kind (the word LMs, a templates sweep group, a features classifier, a JoMA Table 1 cell, a Scan
 and Snap vectorised set), the largest training step of one real job of the default DAG is timed with the
-estimate's own probe (``featlearn.estimate.PROBES``, the job's code on random data of the job's shape):
+estimate's own probe (the function its ``Probe.run`` names in the paper's cost module, the job's code on random
+data of the job's shape):
 
 - ``alone_2``: one process with 2 torch threads, nothing else running;
 - ``alone_1``: one process with 1 thread, nothing else running;
@@ -44,18 +45,18 @@ KINDS = {
 
 def representative(rule: str, results: str) -> tuple[str, dict]:
     """(label, probe) of the largest part of the first job of ``rule`` in the default DAG."""
-    from featlearn import estimate as est
+    from featlearn.pipeline import estimate as est
 
     config = est.merged_config([], ROOT / "config")
     nodes = [n for n in est.build_dag(config, results) if n.rule == rule]
     if not nodes:
         raise SystemExit(f"no job of rule {rule} in the default DAG (is its data prepared under {results}?)")
     for node in nodes:
-        cost = est.COST_MODELS[rule](node, results)
+        cost = est.cost_model(node)(node, results)
         if cost is None or not cost.parts:
             continue
         part = max(cost.parts, key=lambda p: (p.flops_per_step or 0) * p.steps)
-        return node.label, {"kind": part.probe.kind, "shape": part.probe.shape, "dim": part.probe.dim}
+        return node.label, {"kind": part.probe.kind, "run": part.probe.run, "shape": part.probe.shape, "dim": part.probe.dim}
     raise SystemExit(f"no cost model for the jobs of {rule}")
 
 
@@ -63,10 +64,10 @@ CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 import torch
-from featlearn.estimate import PROBES
+from featlearn.pipeline.registry import load
 spec, threads, steps = json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 torch.set_num_threads(threads)
-fn = PROBES[spec["kind"]]
+fn = load(spec["run"])
 fn(spec["shape"], int(spec["shape"][spec["dim"]]), "cpu", 1, 1)  # warm-up, untimed
 ru0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
 out = fn(spec["shape"], int(spec["shape"][spec["dim"]]), "cpu", steps, 0)

@@ -8,7 +8,12 @@ import re
 
 import pytest
 
-from featlearn import estimate as E
+from featlearn.features import cost as features_cost
+from featlearn.joma import cost as joma_cost
+from featlearn.lm import cost as lm_cost
+from featlearn.pipeline import estimate as E
+from featlearn.scan_snap import cost as scan_snap_cost
+from featlearn.templates import cost as templates_cost
 
 
 # ------------------------------------------------------------------------------------------- formulas
@@ -16,15 +21,15 @@ from featlearn import estimate as E
 
 def test_lm_formulas_by_hand():
     # (6 N + 6 L T d) B T with N = 1000, L = 2, T = 35, d = 200, B = 20: (6,000 + 84,000) x 700
-    assert E.lm_flops_per_step(1000, 2, 35, 200, 20) == 63_000_000
+    assert lm_cost.flops_per_step(1000, 2, 35, 200, 20) == 63_000_000
     # 4 bytes x [P (2 + slots) + B T (L (9d + 2 d_ff + 2 H T) + 3 V)]:
     # P = 100, Adam: 400 floats; B T = 6, one layer: 9*4 + 2*8 + 2*1*3 = 58, 3 V = 30 -> 6 x 88 = 528
-    assert E.lm_memory_bytes(100, 2, 2, 3, 1, 4, 8, 1, 10) == 4 * (400 + 528)
+    assert lm_cost.memory_bytes(100, 2, 2, 3, 1, 4, 8, 1, 10) == 4 * (400 + 528)
     # evaluations at step 0, every 2 steps and at the end: 0, 2, 4, 6 / 0, 4, 5
-    assert E.evaluations(6, 2) == 4 and E.evaluations(5, 4) == 3
+    assert lm_cost.evaluations(6, 2) == 4 and lm_cost.evaluations(5, 4) == 3
     # features: 2 pools of 3 x 64 (3 batches each) and a rest of 70 (2 batches)
-    assert E.batches_per_epoch(2 * 192 + 70, 64, 3) == 8
-    assert E.batches_per_epoch(100, 64, 0) == 2
+    assert features_cost.batches_per_epoch(2 * 192 + 70, 64, 3) == 8
+    assert features_cost.batches_per_epoch(100, 64, 0) == 2
 
 
 def _node(rule: str, settings: dict, wildcards: dict | None = None, threads: int = 1) -> E.Node:
@@ -36,7 +41,8 @@ def test_joma_wikitext_cost_by_hand(tmp_path):
     tokens, evaluated at steps 0, 2, 4, 6 on 2 windows of 10 streams."""
     settings = {"dataset": "wikitext2", "n_layer": 1, "lr": 1e-4, "seed": 1, "dropout": 0.2, "iterations": 6, "log_every": 2,
                 "checkpoint_every": 2, "val_windows": 2, "bptt": 35}
-    cost = E.lm_cost(_node("joma_wikitext", settings, {"dataset": "wikitext2"}), results=str(tmp_path))  # documented sizes
+    node = _node("joma_wikitext", settings, {"dataset": "wikitext2"})
+    cost = joma_cost.wikitext_cost(node, results=str(tmp_path))  # the documented sizes (no prepared data)
     V = 33_278
     layer = (200 * 600 + 600) + (200 * 200 + 200) * 3 + 4 * 200  # in_proj, out_proj, linear1, linear2, two norms
     N = layer + 200 * V + V  # + the untied decoder
@@ -51,7 +57,7 @@ def test_table1_cell_cost_by_hand():
     """M = 100, T = 30, d = 16, d_hidden = 32, 3 blocks, C = 20 classes, 2 seeds, 20 steps: one forward per class."""
     s = {"C": 20, "n_ch": 2, "n0": 10, "n1": 20, "seeds": [1, 2], "M": 100, "T": 30, "d": 16, "d_hidden": 32, "layers": 3,
          "steps": 20, "batch": 128, "lr": 1e-4, "wd": 0.0, "vectorise": False}
-    cost = E.table1_cost(_node("joma_table1_cell", s))
+    cost = joma_cost.table1_cost(_node("joma_table1_cell", s))
     block = 3 * 16 * 16 + 2 * 2 * 16 + (16 * 32 + 32) + (32 * 16 + 16)
     p_ne = 3 * block + 16 * 20 + 20
     assert p_ne == 6052
@@ -62,7 +68,7 @@ def test_table1_cell_cost_by_hand():
 def test_scan_snap_cost_counts_every_runset():
     s = {"seq_len": 128, "batch": 128, "iterations": 20, "num_last": [1, 3], "num_next_per_last": 2, "eta_z": [0.5, 3],
          "ratios": [2, 10], "seeds": 2, "init": "default"}
-    cost = E.scan_snap_cost(_node("scan_snap_syn_medium", s))
+    cost = scan_snap_cost.syn_medium_cost(_node("scan_snap_syn_medium", s))
     from featlearn.scan_snap.data import SequenceClasses
 
     Ms = [SequenceClasses(n, 2, 128).M for n in (1, 3)]
@@ -75,10 +81,10 @@ def test_finetune_cost_and_probe_with_a_small_gpt2(tmp_path, monkeypatch, one_th
     probe trains the real TemplateGPT2 for a step."""
     from transformers import GPT2Config, GPT2Model
 
-    monkeypatch.setattr(E, "_gpt2_config",
+    monkeypatch.setattr(templates_cost, "_gpt2_config",
                         lambda model, revision, cache_dir: GPT2Config(n_embd=64, n_layer=2, n_head=2, n_positions=16))
     s = {"model": "gpt2", "revision": "main", "cache_dir": None, "n": [16, 100], "seeds": 2, "lr": 1e-4, "batch": 64, "epochs": 3}
-    cost = E.finetune_cost(_node("templates_gpt2_finetune", s))
+    cost = templates_cost.finetune_cost(_node("templates_gpt2_finetune", s))
     body = GPT2Model(GPT2Config(n_embd=64, n_layer=2, n_head=2, n_positions=16))
     p_ne = sum(p.numel() for name, p in body.named_parameters() if not name.startswith(("wte", "wpe"))) + 64 + 1
     assert [p.steps for p in cost.parts] == [2 * 3 * 1, 2 * 3 * 2]  # ceil(16 / 64) = 1, ceil(100 / 64) = 2 per epoch
@@ -96,7 +102,7 @@ def test_features_cost_of_the_synthetic_job(repo, tmp_path):
 
     config = E.merged_config([str(repo / "config" / "smoke.yaml")], repo / "config")
     cfg = job_settings(config["features"]["cls"], "synthetic_lrnn", config["seed"])
-    cost = E.features_cost(_node("features_train", cfg), results=str(tmp_path))
+    cost = features_cost.train_cost(_node("features_train", cfg), results=str(tmp_path))
     rows = synthetic_splits(cfg["synthetic"])
     n, st = len(rows["train"]), cfg["settings"]
     assert cost.runs == len(cfg["activations"]) * len(cfg["sigma_v"]) * len(cfg["seeds"])
@@ -104,7 +110,8 @@ def test_features_cost_of_the_synthetic_job(repo, tmp_path):
     assert cost.steps == st["epochs"] * -(-n // st["batch"]) == 2 * 4  # smoke: 2 epochs of 200 instances, batch 64
     assert cost.eval_share == pytest.approx((len(rows["dev"]) + len(rows["test"])) * (st["epochs"] + 1) / 3 / (n * st["epochs"]))
     with pytest.raises(ValueError, match="prepared sst splits not found"):
-        E.features_cost(_node("features_train", job_settings(config["features"]["cls"], "sst_mlp", 1)), results=str(tmp_path))
+        features_cost.train_cost(_node("features_train", job_settings(config["features"]["cls"], "sst_mlp", 1)),
+                                 results=str(tmp_path))
 
 
 def test_sweep_cost_counts_groups_runs_and_epochs(repo):
@@ -113,11 +120,45 @@ def test_sweep_cost_counts_groups_runs_and_epochs(repo):
     from featlearn.templates.registry import sweep_settings
 
     config = E.merged_config([str(repo / "config" / "smoke.yaml")], repo / "config")
-    cost = E.sweep_cost(_node("templates_sweep", sweep_settings(config["templates"], "8"), {"grid": "8"}))
+    cost = templates_cost.sweep_cost(_node("templates_sweep", sweep_settings(config["templates"], "8"), {"grid": "8"}))
     assert [(p.runs, p.steps) for p in cost.parts] == [(2, 5), (2, 5)]
     assert cost.runs == 4 and cost.steps == 10
     assert cost.parts[1].flops_per_step == 4 * cost.parts[0].flops_per_step  # 32 samples against 8
     assert [p.probe.shape["n_probe"] for p in cost.parts] == [8, 32]
+
+
+# ------------------------------------------------------------------------------------------- cost models named by the jobs
+
+# The compute jobs the estimate times (docs/estimate.md, "Cost models"); every other job is "not modelled".
+TIMED = {"joma_wikitext", "joma_table1_cell", "scan_snap_wikitext", "scan_snap_syn_small", "scan_snap_adam",
+         "scan_snap_syn_medium", "features_train", "features_lm_word", "features_lm_char", "templates_sweep",
+         "templates_calibration", "templates_gpt2_wikitext", "templates_gpt2_finetune"}
+
+
+@pytest.mark.parametrize("scale", ["default", "paper"])
+def test_every_timed_job_names_a_cost_model_that_resolves(scale, repo, monkeypatch):
+    """Each compute job the estimate times names its cost model in its registry record (``Job.cost``), as
+    ``module:function`` of its own paper's cost module (the shared LM's through it); the name imports and takes
+    (node, results). No job is found by its rule name."""
+    import importlib
+    import inspect
+
+    import featlearn.pipeline.workflow as wf
+    from featlearn import PAPERS
+    from featlearn.pipeline.registry import Paths, load
+
+    monkeypatch.setitem(wf.HUB_CONTACT, "allowed", False)
+    config = wf.scale_config(scale, repo / "config")
+    named = {}
+    for paper in PAPERS:
+        for job in importlib.import_module(f"featlearn.{paper}.registry").registry(config, Paths("results"), lambda n: True).jobs:
+            if job.cost is not None:
+                assert job.cost.startswith(f"featlearn.{paper}.cost:"), (job.name, job.cost)
+                named[job.name] = job.cost
+    assert set(named) == TIMED
+    for rule, name in named.items():
+        fn = load(name)
+        assert callable(fn) and list(inspect.signature(fn).parameters)[:2] == ["node", "results"], (rule, name)
 
 
 # ------------------------------------------------------------------------------------------- scheduler
@@ -220,6 +261,9 @@ def test_dag_of_the_smoke_config_without_data(repo, tmp_path):
              if n.rule.startswith(("features_", "joma_wikitext", "scan_snap_wikitext", "data_prepare"))]
     assert bound == ["features_train[job=synthetic_lrnn]"]
     assert nodes["features_train[job=synthetic_lrnn]"].deps == []
+    # each node carries the cost model its job's record names
+    assert {n.rule for n in nodes.values() if n.cost_model} == TIMED & set(rules)
+    assert nodes["joma_table1_cell[C=20,n0=10,n1=20,n_ch=2]"].cost_model == "featlearn.joma.cost:table1_cost"
     assert set(nodes["joma_table1_cell[C=20,n0=10,n1=20,n_ch=2]"].settings["seeds"]) == {1, 2}
 
 

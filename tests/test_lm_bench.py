@@ -11,7 +11,9 @@ import torch
 
 from featlearn.pipeline.cli import main
 from featlearn.data.registry import PREPARED
-from featlearn.lm_bench import MODELS, VOCAB, Spec, build, flops_per_token, load_config, non_embedding_parameters, specs
+from featlearn.lm.bench import non_embedding_parameters
+from featlearn.lm.cost import flops_per_token
+from featlearn.lm_bench import MODELS, VOCAB, Spec, build, load_config, specs
 
 FIELDS = ("model", "label", "dataset", "vocab", "batch", "seq", "tokens_per_step", "n_layer", "d_model", "parameters",
           "non_embedding_parameters", "flops_per_token", "optimizer", "device", "dtype", "scale", "steps", "warmup",

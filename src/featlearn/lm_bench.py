@@ -31,20 +31,16 @@ optimiser state stay float32). float32 matrix products follow ``torch.get_float3
 
 from __future__ import annotations
 
-import contextlib
 import json
-import platform
 import statistics
 import sys
-import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
+
+from featlearn.lm.bench import Built, autocast, device_name, time_steps, timed, tutorial_lm
 
 MODELS = ("scan_snap_lm", "joma_lm", "features_word", "features_char", "templates_gpt2")
 SCALES = ("smoke", "default", "paper")
@@ -119,131 +115,36 @@ def specs(config: dict, models=MODELS) -> list[Spec]:
 # --------------------------------------------------------------------------------------- models
 
 
-@dataclass
-class Built:
-    """A model ready to train: ``loss(tokens)`` takes ids [batch, seq + 1] (inputs and shifted targets)."""
-
-    net: nn.Module
-    optimizer: torch.optim.Optimizer
-    loss: Callable[[torch.Tensor], torch.Tensor]
-    clip: float | None
-    vocab: int
-    batch: int
-    seq: int
-    n_layer: int
-    d_model: int
-    output_weight: nn.Parameter
-
-
-def _next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
-
-
-def _tutorial_lm(settings: dict, vocab: int, optimizer: str) -> Built:
-    """The transformer of ``featlearn.lm`` as ``featlearn.lm.train.train_lm`` builds and trains it."""
-    from featlearn.lm.model import LMConfig, TransformerLM
-    from featlearn.lm.train import LMRun
-    from featlearn.lm.train import _optimizer as lm_optimizer
-
-    run = LMRun(optimizer=optimizer,
-                **{k: v for k, v in settings.items() if k in LMRun.__dataclass_fields__ and k != "optimizer"})
-    net = TransformerLM(LMConfig(vocab, run.d_model, run.d_ff, run.n_head, run.n_layer, run.dropout))
-
-    def loss(tokens):
-        return _next_token_loss(net(tokens[:, :-1])[0], tokens[:, 1:])
-
-    return Built(net, lm_optimizer(net, run), loss, run.clip, vocab, run.batch_size, run.bptt, run.n_layer, run.d_model,
-                 net.decoder.weight)
-
-
-def _char_gpt(settings: dict, vocab: int) -> Built:
-    """The character GPT of ``featlearn.features.gpt`` as ``featlearn.features.lm.train_char_gpt`` trains it."""
-    from featlearn.features.gpt import GPT, GPTConfig
-    from featlearn.features.lm import CharRun
-    from featlearn.features.lm import _optimizer as char_optimizer
-
-    run = CharRun(**{k: v for k, v in settings.items() if k in CharRun.__dataclass_fields__})
-    net = GPT(GPTConfig(vocab, run.block_size, run.n_layer, run.n_head, run.n_embd, run.dropout))
-
-    def loss(tokens):
-        return _next_token_loss(net(tokens[:, :-1]), tokens[:, 1:])
-
-    return Built(net, char_optimizer(net, run), loss, run.grad_clip, vocab, run.batch_size, run.block_size, run.n_layer,
-                 run.n_embd, net.tok.weight)
-
-
-def _gpt2(settings: dict, vocab: int) -> Built:
-    """The templates GPT-2 of ``featlearn.templates.gpt2.experiments.train_wikitext`` (AdamW, no clipping)."""
-    from featlearn.templates.gpt2.experiments import build_lm, lm_loss, small_config
-
-    s = settings
-    config = small_config(vocab, s["n_layer"], s["n_embd"], s["n_head"], s["block"], s["dropout"])
-    net = build_lm(config, s["variant"], s["seed"])
-    opt = torch.optim.AdamW(net.parameters(), lr=s["lr"], weight_decay=s["weight_decay"])
-
-    def loss(tokens):
-        return lm_loss(net, tokens[:, :-1])  # blocks of `block` tokens predicting their tokens 2..block
-
-    return Built(net, opt, loss, None, vocab, s["batch"], s["block"], s["n_layer"], s["n_embd"], net.lm_head.weight)
-
-
 def build(spec: Spec, vocab: int | None = None) -> Built:
-    """The model, optimiser and loss of ``spec`` (vocabulary: ``VOCAB[spec.dataset]`` unless given), on the CPU."""
+    """The model, optimiser and loss of ``spec`` (vocabulary: ``VOCAB[spec.dataset]`` unless given), on the CPU:
+    the tutorial transformer (:func:`featlearn.lm.bench.tutorial_lm`), the character GPT
+    (:func:`featlearn.features.cost.char_gpt`) or GPT-2 (:func:`featlearn.templates.cost.gpt2_lm`)."""
     vocab = VOCAB[spec.dataset] if vocab is None else vocab
     torch.manual_seed(int(spec.settings.get("seed", 1)))
-    if spec.model in ("scan_snap_lm", "features_word"):  # both train with SGD (scan_snap: its own ffn_lr)
-        return _tutorial_lm(spec.settings, vocab, "sgd")
+    if spec.model == "scan_snap_lm":
+        from featlearn.scan_snap.wikitext import OPTIMIZER
+
+        return tutorial_lm(spec.settings, vocab, OPTIMIZER)  # SGD with its own ffn_lr
+    if spec.model == "features_word":
+        from featlearn.features.lm import WORD_OPTIMIZER
+
+        return tutorial_lm(spec.settings, vocab, WORD_OPTIMIZER)
     if spec.model == "joma_lm":
-        return _tutorial_lm(spec.settings, vocab, "adam")
+        from featlearn.joma.wikitext import OPTIMIZER
+
+        return tutorial_lm(spec.settings, vocab, OPTIMIZER)
     if spec.model == "features_char":
-        return _char_gpt(spec.settings, vocab)
+        from featlearn.features.cost import char_gpt
+
+        return char_gpt(spec.settings, vocab)
     if spec.model == "templates_gpt2":
-        return _gpt2(spec.settings, vocab)
+        from featlearn.templates.cost import gpt2_lm
+
+        return gpt2_lm(spec.settings, vocab)
     raise ValueError(f"unknown model {spec.model!r}; expected one of {MODELS}")
 
 
-def non_embedding_parameters(built: Built) -> int:
-    """N of the FLOPs formula (module docstring): parameters less the embedding tables, plus a tied output layer."""
-    embeddings = {id(m.weight) for m in built.net.modules() if isinstance(m, nn.Embedding)}
-    n = sum(p.numel() for p in built.net.parameters() if id(p) not in embeddings)
-    return n + (built.output_weight.numel() if id(built.output_weight) in embeddings else 0)
-
-
-def flops_per_token(non_embedding: int, n_layer: int, seq: int, d_model: int) -> int:
-    """Training FLOPs per token: 6 N + 6 n_layer T d_model (forward 2 N + 2 n_layer T d_model, backward twice that)."""
-    return 6 * non_embedding + 6 * n_layer * seq * d_model
-
-
 # --------------------------------------------------------------------------------------- timing
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _device_name(device: torch.device) -> str:
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
-
-
-def _timed(fn: Callable[[], object], repeats: int, device: torch.device) -> list[float]:
-    """Seconds of each of ``repeats`` calls of ``fn``: CUDA events on a GPU, the clock on the CPU."""
-    _sync(device)
-    if device.type == "cuda":
-        events = [torch.cuda.Event(enable_timing=True) for _ in range(repeats + 1)]
-        events[0].record()
-        for i in range(repeats):
-            fn()
-            events[i + 1].record()
-        torch.cuda.synchronize(device)
-        return [a.elapsed_time(b) / 1000 for a, b in zip(events, events[1:])]
-    times, t0 = [], time.perf_counter()
-    for _ in range(repeats):
-        fn()
-        t1 = time.perf_counter()
-        times.append(t1 - t0)
-        t0 = t1
-    return times
 
 
 def matmul_peak(device: torch.device, dtype: torch.dtype, size: int, repeats: int = PEAK_REPEATS) -> float:
@@ -253,85 +154,15 @@ def matmul_peak(device: torch.device, dtype: torch.dtype, size: int, repeats: in
     b = torch.randn(size, size, device=device, dtype=dtype, generator=gen)
     for _ in range(2):
         a @ b
-    seconds = statistics.median(_timed(lambda: a @ b, repeats, device))
+    seconds = statistics.median(timed(lambda: a @ b, repeats, device))
     return 2 * size**3 / seconds / 1e12
-
-
-def _autocast(device: torch.device, dtype: torch.dtype):
-    if dtype == torch.float32:
-        return contextlib.nullcontext()
-    if device.type != "cuda":
-        raise ValueError("bfloat16 is measured on CUDA only (torch.autocast); use --dtype float32 on the CPU")
-    return torch.autocast(device_type="cuda", dtype=dtype)
 
 
 def benchmark(spec: Spec, device: str, dtype: torch.dtype = torch.float32, steps: int = 10, warmup: int = 3,
               vocab: int | None = None) -> dict:
     """Time ``steps`` training steps of ``spec`` after ``warmup`` ones; one result row (module docstring)."""
-    dev = torch.device(device)
-    built = build(spec, vocab)
-    built.net.to(dev).train()
-    # optimiser state is created lazily at the first step, on the parameters' device
-    autocast = _autocast(dev, dtype)
-    gen = torch.Generator(device=dev).manual_seed(0)
-    pool = [torch.randint(built.vocab, (built.batch, built.seq + 1), device=dev, generator=gen) for _ in range(4)]
-    parameters = list(built.net.parameters())
-    state = {"i": 0, "loss": None}
-
-    def step() -> None:
-        tokens = pool[state["i"] % len(pool)]
-        state["i"] += 1
-        with autocast:
-            loss = built.loss(tokens)
-        built.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if built.clip is not None:
-            torch.nn.utils.clip_grad_norm_(parameters, built.clip)
-        built.optimizer.step()
-        state["loss"] = loss.detach()
-
-    if dev.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(dev)
-    for _ in range(warmup):
-        step()
-    _sync(dev)
-    t0 = time.perf_counter()
-    per_step = _timed(step, steps, dev)
-    _sync(dev)
-    seconds = (time.perf_counter() - t0) / steps
-    tokens = built.batch * built.seq
-    n = non_embedding_parameters(built)
-    fpt = flops_per_token(n, built.n_layer, built.seq, built.d_model)
-    return {
-        "model": spec.model,
-        "label": spec.label,
-        "dataset": spec.dataset,
-        "vocab": built.vocab,
-        "batch": built.batch,
-        "seq": built.seq,
-        "tokens_per_step": tokens,
-        "n_layer": built.n_layer,
-        "d_model": built.d_model,
-        "parameters": sum(p.numel() for p in parameters),
-        "non_embedding_parameters": n,
-        "flops_per_token": fpt,
-        "optimizer": type(built.optimizer).__name__,
-        "clip": built.clip,
-        "device": str(dev),
-        "device_name": _device_name(dev),
-        "dtype": str(dtype).replace("torch.", ""),
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "warmup": warmup,
-        "steps": steps,
-        "seconds_per_step": seconds,
-        "median_step_seconds": statistics.median(per_step),
-        "tokens_per_s": tokens / seconds,
-        "achieved_tflops": fpt * tokens / seconds / 1e12,
-        "final_loss": float(state["loss"]),
-        "peak_memory_gib": torch.cuda.max_memory_allocated(dev) / 2**30 if dev.type == "cuda" else None,
-    }
+    return {"model": spec.model, "label": spec.label, "dataset": spec.dataset,
+            **time_steps(build(spec, vocab), device, dtype, steps, warmup)}
 
 
 def run_benchmark(models, scale: str, device: str, dtype: torch.dtype, steps: int, warmup: int,
@@ -339,10 +170,10 @@ def run_benchmark(models, scale: str, device: str, dtype: torch.dtype, steps: in
     """Every (model, setting) of ``models`` at ``scale``, each row with the matmul peak and the model-FLOP
     utilisation; the rows are rewritten to ``out`` (JSON) after each model, so a killed run keeps its rows."""
     dev = torch.device(device)
-    _autocast(dev, dtype)  # refuse bfloat16 on the CPU before building anything
+    autocast(dev, dtype)  # refuse bfloat16 on the CPU before building anything
     peak_size = peak_size or (8192 if dev.type == "cuda" else 1024)
     peak = matmul_peak(dev, dtype, peak_size)
-    say(f"{_device_name(dev)} {str(dtype).replace('torch.', '')} matmul peak {peak:.2f} TFLOP/s (n = {peak_size})")
+    say(f"{device_name(dev)} {str(dtype).replace('torch.', '')} matmul peak {peak:.2f} TFLOP/s (n = {peak_size})")
     rows = []
     for spec in specs(load_config(scale, config_dir), models):
         try:

@@ -119,6 +119,7 @@ def _log(tag: str, msg: str) -> None:
 
 # --- Fig. 7: the tutorial transformer on PTB / WikiText-2 ----------------------------------------------
 
+WORD_OPTIMIZER = "sgd"  # without momentum, at a constant learning rate (module docstring)
 WORD_MODEL_KEYS = ("n_layer", "n_head", "d_model", "d_ff", "dropout", "lr", "clip", "batch_size", "bptt", "iterations",
                    "log_every", "checkpoint_every", "val_windows", "seed")
 
@@ -134,7 +135,7 @@ def word_run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     _log(tag, f"settings {settings}")
     vocab = read_vocab(inputs["vocab"])
     train_ids, valid_ids = load_tensor(inputs["train"]), load_tensor(inputs["valid"])
-    run = LMRun(optimizer="sgd", **{k: settings[k] for k in WORD_MODEL_KEYS})
+    run = LMRun(optimizer=WORD_OPTIMIZER, **{k: settings[k] for k in WORD_MODEL_KEYS})
     out = train_lm(run, train_ids, valid_ids, len(vocab), ctx.work_dir, device=device, tag=tag)
     model = out["model"].eval()
     table = cooccurrence_logits(lambda idx: model(idx)[0], train_ids, vocab, settings["n_frequent"], settings["top_k"], dataset,

@@ -25,6 +25,7 @@ LM_PLOT_CODE = ("features/lm_figures.py", "plotting.py", "pipeline/claims.py")
 EXPERIMENTS = "featlearn.features.experiments"
 FIGURES_MODULE = "featlearn.features.figures"
 LM_FIGURES_MODULE = "featlearn.features.lm_figures"
+COST = "featlearn.features.cost"  # the cost models of the estimate (python -m featlearn estimate)
 
 DATASETS = ("sst", "sstwsub", "imdb", "ag_news")
 # Claims that rest on this project's data matching the paper's (claim 1's count checks): when a count is off, the
@@ -241,6 +242,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
             resources=Resources(mem_mb=lambda wc: 6000 if JOBS[wc.job][0] in ("imdb", "ag_news") else 3000,
                                 runtime=60, gpu=True),
             wildcards={"job": "|".join(JOBS)},
+            cost=f"{COST}:train_cost",
         ),
         Job(
             name="features_theory",
@@ -298,6 +300,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
             resources=Resources(mem_mb=6000, runtime=lambda wc: 30 + word["iterations"][wc.dataset] // 100, gpu=True),
             wildcards={"dataset": "|".join(word["datasets"])},
             work_dir=lambda wc: out("lm", wc.dataset, "resume"),
+            cost=f"{COST}:lm_word_cost",
         ),
         Job(
             name="features_lm_char",
@@ -311,6 +314,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
             threads=lm["threads"],
             resources=Resources(mem_mb=4000, runtime=30 + lm["char"]["iterations"] // 100, gpu=True),
             work_dir=out("lm", LM_CHAR_DATASET, "resume"),
+            cost=f"{COST}:lm_char_cost",
         ),
     ]
     word_on = [d for d in word["datasets"] if dataset_on(d)]

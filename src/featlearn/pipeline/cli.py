@@ -45,7 +45,9 @@ def _claims_merge(args) -> None:
 
     unchecked = json.loads(args.unchecked) if args.unchecked else {}
     gates = json.loads(args.gates) if args.gates else {}
-    claims = merge_claims(args.parts, args.out, paper=args.paper, unchecked_claims=unchecked, scale=args.scale, gates=gates)
+    few_seeds = json.loads(args.few_seeds) if args.few_seeds else {}
+    claims = merge_claims(args.parts, args.out, paper=args.paper, unchecked_claims=unchecked, scale=args.scale, gates=gates,
+                          few_seeds=few_seeds)
     print(f"{args.paper}: {headline(claims)}")
 
 
@@ -71,7 +73,7 @@ COMMAND_MODULES = {
     "featlearn.scan_snap.bench": ("scan-snap-bench",),
     "featlearn.templates.sweeps.bench": ("templates-bench",),
     "featlearn.lm_bench": ("lm-bench",),
-    "featlearn.estimate": ("estimate",),
+    "featlearn.pipeline.estimate": ("estimate",),
     "featlearn.pipeline.jobserver": ("job-server",),
     "featlearn.pipeline.targets": ("figures",),
 }
@@ -116,6 +118,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--unchecked", default="", help="JSON: claim id -> [figure, statement, why] of skipped figures")
     p.add_argument("--scale", default="")
     p.add_argument("--gates", default="", help="JSON: claim id pattern -> ids of the sanity checks those claims rest on")
+    p.add_argument("--few-seeds", default="", help="JSON: claim id pattern -> why those claims rest on fewer than 3 seeds")
     p.add_argument("parts", nargs="*")
     p.set_defaults(func=_claims_merge)
 

@@ -64,7 +64,7 @@ def runtime_minutes(tokens: int, tokens_per_s: float, floor: int) -> int:
 
 
 # ------------------------------------------------------------------------------ from the estimate
-# `python -m featlearn estimate` (featlearn.estimate) measures each modelled job's time on the device it runs
+# `python -m featlearn estimate` (featlearn.pipeline.estimate) measures each modelled job's time on the device it runs
 # on and writes it, per job, to <results>/estimate/resources.json. Where that file has an entry for a job
 # (same rule, same settings), the job's limits come from it: runtime START + MARGIN x the estimated seconds,
 # memory MEM_BASE_MB + MEM_MARGIN x the estimated peak bytes [D: Python with PyTorch loaded takes about 0.5 GB;

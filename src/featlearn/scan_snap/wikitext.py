@@ -11,9 +11,11 @@ from __future__ import annotations
 from featlearn.io import write_csv
 from featlearn.lm.train import train_from_files
 
+OPTIMIZER = "sgd"  # without momentum, at a constant learning rate (module docstring)
+
 
 def run_variant(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
-    out = train_from_files(settings, inputs["train"], inputs["valid"], inputs["vocab"], ctx.work_dir, ctx.device,
-                           tag=f" {settings.get('n_layer')}L lr{settings.get('lr')}")
+    out = train_from_files({**settings, "optimizer": OPTIMIZER}, inputs["train"], inputs["valid"], inputs["vocab"], ctx.work_dir,
+                           ctx.device, tag=f" {settings.get('n_layer')}L lr{settings.get('lr')}")
     write_csv(out["log"], outputs["log"])
     write_csv(out["maps"], outputs["maps"])

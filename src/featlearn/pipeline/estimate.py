@@ -14,17 +14,21 @@ datasets and papers switched on or off as the Snakefile decides), the estimate l
 
 Then the DAG (job inputs that are other jobs' outputs) gives the total time (sum), the critical path and a
 list-schedule makespan for 1, 2 and 4 GPUs. Method, units and what is not estimated: docs/estimate.md.
-Jobs without a cost model (data preparation, theory, analyses) say "not modelled" and show the wall time of
-their Snakemake benchmark file when one exists, labelled as such.
+
+This module is the estimate's core: the records (:class:`Node`, :class:`Cost`, :class:`Part`, :class:`Probe`),
+the DAG, the probe cache (:class:`Prober`), the schedule and the report. The cost models sit beside each
+paper's code (``featlearn/<paper>/cost.py``; the LM shared by several papers in ``featlearn.lm.cost``): a
+compute job's registry record names its model as ``module:function`` (:attr:`featlearn.pipeline.registry.Job.cost`),
+called as ``function(node, results) -> Cost``, and each :class:`Probe` names the function that times it. Jobs
+whose record names no cost model (data preparation, theory, analyses) say "not modelled" and show the wall time
+of their Snakemake benchmark file when one exists, labelled as such. Standard library only at import time.
 """
 
 from __future__ import annotations
 
 import datetime
-import functools
 import importlib
 import json
-import math
 import os
 import platform
 import sys
@@ -34,6 +38,7 @@ from pathlib import Path
 from typing import Callable
 
 from featlearn import PAPERS
+from featlearn.pipeline.registry import load
 from featlearn.pipeline.sizing import ESTIMATE_RESOURCES
 from featlearn.pipeline.workflow import merged_config
 
@@ -70,21 +75,24 @@ class Part:
 
 @dataclass(frozen=True)
 class Probe:
-    """What a probe times: ``kind`` (a key of ``PROBES``), ``shape`` (JSON-able: everything the step cost depends
-    on), ``dim`` (the shape key that may be reduced for a slow probe, extrapolated linearly) and the threads."""
+    """What a probe times: ``kind`` (its name in the cache), ``shape`` (JSON-able: everything the step cost depends
+    on), ``dim`` (the shape key that may be reduced for a slow probe, extrapolated linearly), the threads, and
+    ``run``, the ``module:function`` that times it: ``function(shape, dim_value, device, steps, warmup) ->
+    {"seconds_per_step": ...}`` (left out of the cache key)."""
 
     kind: str
     shape_json: str
     dim: str
     threads: int = 1
+    run: str = ""
 
     @property
     def shape(self) -> dict:
         return json.loads(self.shape_json)
 
 
-def probe(kind: str, shape: dict, dim: str, threads: int = 1) -> Probe:
-    return Probe(kind, json.dumps(shape, sort_keys=True), dim, threads)
+def probe(kind: str, shape: dict, dim: str, threads: int = 1, run: str = "") -> Probe:
+    return Probe(kind, json.dumps(shape, sort_keys=True), dim, threads, run)
 
 
 @dataclass
@@ -119,7 +127,8 @@ class Cost:
 
 @dataclass
 class Node:
-    """One job of the DAG, with its cost model (None: not modelled, ``why`` says why) and its estimate."""
+    """One job of the DAG, the cost model its record names (``cost_model``, ``module:function``; None: not
+    modelled), that model's :class:`Cost` of the job (None: ``why`` says why) and its estimate."""
 
     label: str
     rule: str
@@ -131,6 +140,7 @@ class Node:
     benchmark: str
     deps: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
+    cost_model: str | None = None
     cost: Cost | None = None
     why: str = ""
     # filled by estimate(): seconds of the job, where they come from, seconds per step of each part
@@ -209,7 +219,7 @@ def build_dag(config: dict, results: str = "results") -> list[Node]:
                     deps.append(index.concrete(djob, dwc).label)
         settings = json.loads(job.settings_json(wc)) if job.name != "data_prepare" else None
         nodes[label] = Node(label, job.name, job.paper, {k: v for k, v in wc.items() if k != "file"}, settings,
-                            job.resources.gpu, job.threads, cj.benchmark, sorted(set(deps)), inputs)
+                            job.resources.gpu, job.threads, cj.benchmark, sorted(set(deps)), inputs, job.cost)
     return list(nodes.values())
 
 
@@ -221,561 +231,76 @@ def _stats(path: str) -> dict | None:
     return json.loads(p.read_text()) if p.is_file() else None
 
 
-def lm_data(dataset: str, results: str = "results", bpe: bool = False) -> dict:
-    """Train/valid token counts and vocabulary of a prepared LM dataset: its stats.json when present, else the
-    documented sizes of ``featlearn.pipeline.sizing`` and ``featlearn.lm_bench`` (``source`` says which)."""
-    from featlearn.pipeline.sizing import BPE_PER_WORD, TRAIN_TOKENS
+def lm_data(dataset: str, results: str = "results", stats: str | None = None, tokens_per_word: float = 1.0) -> dict:
+    """Train/valid token counts and vocabulary of a prepared LM dataset: its ``stats.json`` when present
+    (``stats``: another one than ``results/data/prepared/<dataset>/stats.json``, e.g. GPT-2 BPE ids), else the
+    documented sizes: train tokens of ``featlearn.pipeline.sizing`` (times ``tokens_per_word``) and the vocabulary
+    that ``featlearn.data.registry`` expects (``source`` says which)."""
+    from featlearn.data.registry import PREPARED
+    from featlearn.pipeline.sizing import TRAIN_TOKENS
 
-    stats = _stats(f"{results}/templates/gpt2_bpe/{dataset}/stats.json" if bpe
-                   else f"{results}/data/prepared/{dataset}/stats.json")
-    if stats:
-        s = stats["splits"]
-        return {"train": s["train"]["n_tokens"], "valid": s.get("valid", {}).get("n_tokens"), "vocab": stats.get("vocab_size"),
+    found = _stats(stats or f"{results}/data/prepared/{dataset}/stats.json")
+    if found:
+        s = found["splits"]
+        return {"train": s["train"]["n_tokens"], "valid": s.get("valid", {}).get("n_tokens"), "vocab": found.get("vocab_size"),
                 "source": "stats.json"}
-    from featlearn.lm_bench import VOCAB
-
     train = TRAIN_TOKENS.get(dataset)
-    return {"train": None if train is None else int(train * (BPE_PER_WORD if bpe else 1.0)), "valid": None,
-            "vocab": VOCAB.get(dataset), "source": "documented size (no stats.json)"}
+    return {"train": None if train is None else int(train * tokens_per_word), "valid": None,
+            "vocab": PREPARED[dataset].expected_vocab if dataset in PREPARED else None,
+            "source": "documented size (no stats.json)"}
 
 
-# --------------------------------------------------------------------------------------- cost models
+# --------------------------------------------------------------------------------------- shared by the cost models
 
 
-def lm_flops_per_step(non_embedding: int, n_layer: int, seq: int, d_model: int, batch: int) -> int:
-    """Training FLOPs of one step of a transformer LM: (6 N + 6 n_layer T d) x batch x T (``lm_bench``'s
-    per-token formula, Kaplan et al. 2020)."""
-    from featlearn.lm_bench import flops_per_token
-
-    return flops_per_token(non_embedding, n_layer, seq, d_model) * batch * seq
-
-
-def lm_memory_bytes(parameters: int, optimizer_slots: int, batch: int, seq: int, n_layer: int, d_model: int, d_ff: int,
-                    n_head: int, vocab: int, bytes_per_float: int = FLOAT32) -> int:
-    """Peak training memory of a transformer LM, in bytes: parameters, gradients and optimiser state
-    (P x (2 + slots); Adam/AdamW 2 slots, plain SGD 0) plus the activations kept for the backward pass,
-    B T [n_layer (9 d + 2 d_ff + 2 H T) + 3 V] floats [D: per layer the inputs of the four linear maps, q, k,
-    v, the two layer norms and dropout masks (~9 d), the feed-forward hidden and its mask (2 d_ff), the
-    attention weights and their dropout mask (2 H T); the logits, their softmax and its gradient (3 V)]."""
-    state = parameters * (2 + optimizer_slots)
-    acts = batch * seq * (n_layer * (9 * d_model + 2 * d_ff + 2 * n_head * seq) + 3 * vocab)
-    return (state + acts) * bytes_per_float
-
-
-def evaluations(total: int, every: int) -> int:
-    """How many times ``featlearn.training.resumable_training`` evaluates: at step 0, every ``every`` steps and
-    at the last step."""
-    return 1 + total // every + (1 if total % every else 0)
-
-
-# the lm_bench model of each LM rule, and the key of its batch size in the settings
-LM_RULES = {
-    "joma_wikitext": ("joma_lm", "batch_size"),
-    "scan_snap_wikitext": ("scan_snap_lm", "batch_size"),
-    "features_lm_word": ("features_word", "batch_size"),
-    "features_lm_char": ("features_char", "batch_size"),
-    "templates_gpt2_wikitext": ("templates_gpt2", "batch"),
-}
-
-
-@functools.lru_cache(maxsize=None)
-def _lm_sizes(model: str, settings_json: str, vocab: int) -> tuple[int, int, tuple[int, int, int, int]]:
-    """(all parameters, N of the FLOPs formula, (batch, sequence, layers, width)) of an LM as
-    ``featlearn.lm_bench.build`` builds it, on PyTorch's meta device (shapes only: no memory, no init)."""
-    import torch
-
-    from featlearn.lm_bench import Spec, build, non_embedding_parameters
-
-    with torch.device("meta"):
-        built = build(Spec(model, "", "", json.loads(settings_json)), vocab)
-    return (sum(p.numel() for p in built.net.parameters()), non_embedding_parameters(built),
-            (built.batch, built.seq, built.n_layer, built.d_model))
-
-
-def lm_cost(node: Node, results: str = "results") -> Cost:
-    """The WikiText/PTB/Shakespeare language models: one run; steps from the budget (iterations, or epochs x
-    steps per epoch of the prepared train split); the model built by ``featlearn.lm_bench.build`` at the job's
-    settings (its parameters give FLOPs and memory); evaluation share from the validation passes."""
-    from featlearn.lm.train import LMRun, run_length
-
-    model, _ = LM_RULES[node.rule]
-    s = dict(node.settings)
-    dataset = s.get("dataset") or node.wildcards.get("dataset")
-    if not dataset:  # scan_snap: the variant's dataset is the folder of its prepared train split
-        dataset = next(Path(p).parent.name for p in node.inputs if p.endswith("/train.pt"))
-    bpe = node.rule == "templates_gpt2_wikitext" and s.get("tokenizer") == "gpt2"
-    data = lm_data(dataset, results, bpe=bpe)
-    vocab_file = next((p for p in node.inputs if p.endswith((".json",))), None)
-    if vocab_file and Path(vocab_file).is_file():  # the job's own vocabulary input, as the job reads it
-        data["vocab"] = len(json.loads(Path(vocab_file).read_text(encoding="utf-8")))
-    elif bpe:
-        from featlearn.templates.gpt2.experiments import GPT2_VOCAB
-
-        data["vocab"] = GPT2_VOCAB
-    if data["vocab"] is None:
-        raise ValueError(f"no vocabulary size for {dataset} (no prepared stats.json)")
-    settings = {k: v for k, v in s.items() if k != "dataset"}
-    P, N, (B, T, L, d) = _lm_sizes(model, json.dumps(settings, sort_keys=True), data["vocab"])
-    slots = 2 if model in ("joma_lm", "features_char", "templates_gpt2") else 0
-    if model == "templates_gpt2":
-        d_ff, H = 4 * d, s["n_head"]
-    elif model == "features_char":
-        d_ff, H = 4 * d, s.get("n_head", 6)
-    else:
-        run = LMRun(**{k: v for k, v in s.items() if k in LMRun.__dataclass_fields__})
-        d_ff, H = run.d_ff, run.n_head
-    # steps and evaluation share
-    if model == "templates_gpt2":
-        per_epoch = None if data["train"] is None else data["train"] // T // B
-        if s.get("steps"):
-            total = int(s["steps"])
-        elif per_epoch is None:
-            raise ValueError(f"epochs budget but no train size of {dataset}")
-        else:
-            total = int(s["epochs"]) * per_epoch
-        final = (data["valid"] // T) if s.get("val_blocks") is None and data["valid"] else (s.get("val_blocks") or 0)
-        ev_blocks = evaluations(total, s["eval_every"]) * s["val_blocks_log"] + final
-        eval_steps = ev_blocks / B / 3
-        eval_note = f"{ev_blocks} validation blocks forward (= 1/3 of a step per batch of {B}) [D]"
-    elif model == "features_char":
-        total = int(s["iterations"])
-        n_ev = evaluations(total, s["eval_every"])
-        eval_steps = n_ev * s["eval_batches"] / 3
-        eval_note = f"{n_ev} evaluations x {s['eval_batches']} batches forward (1/3 of a step each) [D]"
-    else:
-        run = LMRun(**{k: v for k, v in s.items() if k in LMRun.__dataclass_fields__})
-        if run.epochs is not None and data["train"] is None:
-            raise ValueError(f"epochs budget but no train size of {dataset}")
-        per_epoch = 0 if data["train"] is None else (data["train"] // run.batch_size - 1) // run.bptt
-        total = run_length(run, per_epoch)
-        if run.val_windows is None:
-            if not data["valid"]:
-                raise ValueError(f"whole-split evaluation but no validation size of {dataset}")
-            windows = (data["valid"] // run.eval_batch_size - 1) // run.bptt
-        else:
-            windows = run.val_windows
-        n_ev = evaluations(total, run.log_every)
-        eval_steps = n_ev * windows * run.eval_batch_size / run.batch_size / 3
-        eval_note = (f"{n_ev} evaluations x {windows} windows of {run.eval_batch_size} streams forward "
-                     f"(1/3 of a step of {run.batch_size} streams each) [D]")
-    shape = {"model": model, "dataset": dataset, "vocab": data["vocab"], "batch": B, "seq": T,
-             "settings": {k: v for k, v in sorted(s.items()) if k not in _LM_BUDGET_KEYS}}
-    part = Part(probe(f"lm:{model}", shape, "batch", node.threads), total, 1,
-                lm_flops_per_step(N, L, T, d, B), lm_memory_bytes(P, slots, B, T, L, d, d_ff, H, data["vocab"]))
-    return Cost([part], eval_steps / max(total, 1), eval_note,
-                "FLOPs = (6 N + 6 L T d) B T per step [Kaplan 2020]; "
-                "memory = 4 B x [P (2 + slots) + B T (L (9d + 2d_ff + 2HT) + 3V)]",
-                f"{P / 1e6:.2f}M parameters, vocab {data['vocab']} ({data['source']})")
-
-
-# settings that change the budget or logging, not the cost of a step (left out of the probe's shape)
-_LM_BUDGET_KEYS = ("iterations", "epochs", "steps", "log_every", "checkpoint_every", "val_windows", "eval_every",
-                   "val_blocks_log", "val_blocks", "n_frequent", "top_k", "map_steps", "lr", "ffn_lr", "seed", "eval_batches",
-                   "warmup", "lr_decay_iters", "min_lr", "dataset", "reset_optimizer_each_epoch", "kq_mask_diag", "tokenizer")
-
-
-def _non_embedding(model) -> int:
+def parameters_outside_embeddings(model) -> int:
+    """Parameters of a torch module outside its ``nn.Embedding`` tables (P_ne of the cost formulas)."""
     import torch.nn as nn
 
     emb = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
     return sum(p.numel() for p in model.parameters() if id(p) not in emb)
 
 
-def sweep_cost(node: Node, results: str = "results") -> Cost:
-    """templates_sweep / templates_calibration: the engine's groups (``expand_groups`` of each curve); a group of R
-    runs trains epochs x ceil(n / batch) steps. FLOPs per step = 6 x P_ne x samples x positions x R (P_ne: the
-    non-embedding parameters of one run's model at the job's vocabulary; a sequence model applies them at each
-    of the task's positions [D: upper bound for a readout on the last position only]; the MLPs' one-hot first
-    layer counts hidden x inputs, as it is computed); memory = 4 B x R (4 P + 8 samples x positions x width),
-    width the widest layer's output."""
-    import torch
-
-    from featlearn.templates.sweeps.engine import expand_groups, init_model
-    from featlearn.templates.sweeps.experiments import calibration_curves, figure_curves
-    from featlearn.templates.tasks import make_datasets
-
-    s = node.settings
-    curves = calibration_curves(s["sweeps"]) if node.rule == "templates_calibration" else figure_curves(s["grid"], s["sweeps"])
-    parts = []
-    for _, settings in curves:
-        for g in expand_groups({**settings, "progress": False}):
-            R = len(g.runs)
-            samples = min(g.n, g.batch)
-            vocab = make_datasets(g.task, 1, 1, n_val=1, n_test=1, train_alphabet=g.n).vocab.size  # the job's vocabulary
-            m = init_model(g, g.runs[0], vocab, g.structure)
-            P = sum(p.numel() for p in m.parameters())
-            emb = {id(x.weight) for x in m.modules() if isinstance(x, torch.nn.Embedding)}
-            width = max((p.shape[0] for p in m.parameters() if p.dim() == 2 and id(p) not in emb), default=1)
-            if g.arch.startswith("mlp"):  # the one-hot first layer is a sum of the selected columns: hidden x inputs
-                first = m.layers[0].weight
-                per_sample = 6 * (_non_embedding(m) - first.numel()
-                                  + first.shape[0] * (g.task.length + g.task.length ** 2 * (g.arch == "mlp_xxt")))
-            else:  # a sequence model applies its weights at every position
-                per_sample = 6 * _non_embedding(m) * g.task.length
-            shape = {"task": settings["task"], "arch": g.arch, "model": g.model, "variants": sorted({r.variant for r in g.runs}),
-                     "runs": R, "batch": g.batch, "n_probe": samples, "trainable": list(g.trainable) if g.trainable else None,
-                     "dtype": str(g.dtype), "eval_every": g.eval_every, "n_val": g.n_val, "n_test": g.n_test,
-                     **({"cuda_graphs": True} if g.cuda_graphs else {})}  # (absent when off: earlier probes stay valid)
-            parts.append(Part(probe("sweep", shape, "runs", node.threads), g.epochs * g.steps_per_epoch, R,
-                              per_sample * samples * R, FLOAT32 * R * (4 * P + samples * g.task.length * width * 8)))
-    return Cost(parts, 0.0, "evaluation (validation + test, every epoch) is inside the timed probe epochs",
-                "FLOPs = 6 P_ne x samples x positions x R per step (MLP: 6 P_ne x samples x R, first layer hidden x inputs); "
-                "memory = 4 B x R (4P + 8 samples x positions x width) [D]",
-                f"{len(parts)} groups")
-
-
-def table1_cost(node: Node, results: str = "results") -> Cost:
-    """joma_table1_cell: every seed of the cell in one job (vectorised or looped), ``steps`` Adam steps. A step
-    runs one forward per class (C sequences of T tokens, weighted by the batch's class counts), so FLOPs per
-    step = 6 x P_ne x C x T x seeds; memory = 4 B x seeds x (4 P + C T (3 d + 2 d_hidden) x layers)."""
-    from featlearn.joma.table1 import build_model
-
-    s = node.settings
-    R = len(s["seeds"])
-    m = build_model(s["M"], s["C"], s, 1)
-    P = sum(p.numel() for p in m.parameters())
-    shape = {k: s[k] for k in ("C", "M", "T", "d", "d_hidden", "layers", "batch", "vectorise")} | {"seeds": R, "n_ch": s["n_ch"],
-                                                                                                   "n": [s["n0"], s["n1"]]}
-    flops = 6 * _non_embedding(m) * s["C"] * s["T"] * R
-    mem = FLOAT32 * R * (4 * P + s["C"] * s["T"] * (3 * s["d"] + 2 * s["d_hidden"]) * s["layers"])
-    return Cost([Part(probe("table1", shape, "seeds", node.threads), int(s["steps"]), R, flops, mem)], 0.0,
-                "final NCorr evaluation on eval_samples not included",
-                "FLOPs = 6 P_ne C T R per step; memory = 4 B x R (4P + C T (3d + 2 d_hidden) layers) [D]",
-                f"{P / 1e6:.2f}M parameters per run")
-
-
-def scan_snap_runsets(node: Node) -> list[tuple[dict, int]]:
-    """The RunSets of a Scan and Snap synthetic job, as (probe shape, iterations): syn_small trains both query
-    layouts, adam one, syn_medium one per query count (``featlearn.scan_snap.experiments``)."""
-    from featlearn.scan_snap.experiments import LAYOUTS
-
-    s = node.settings
-    if node.rule == "scan_snap_syn_small":
-        return [({"num_last": nl, "per_last": pl, "seq_len": s["seq_len"], "runs": len(s["ratios"]) * s["seeds"],
-                  "optimizer": "sgd", "init": "zero", "batch": s["batch"], "log_every": s["log_every"]}, s["iterations"])
-                for nl, pl in LAYOUTS.values()]
-    if node.rule == "scan_snap_adam":
-        nl, pl = LAYOUTS["separate"]
-        return [({"num_last": nl, "per_last": pl, "seq_len": s["seq_len"], "runs": len(s["lrs"]) * s["seeds"],
-                  "optimizer": "adam", "init": "zero", "batch": s["batch"], "log_every": s["log_every"]}, s["iterations"])]
-    R = len(s["eta_z"]) * len(s["ratios"]) * s["seeds"]
-    return [({"num_last": nl, "per_last": s["num_next_per_last"], "seq_len": s["seq_len"], "runs": R, "optimizer": "sgd",
-              "init": s["init"], "batch": s["batch"], "log_every": s["iterations"]}, s["iterations"]) for nl in s["num_last"]]
-
-
-def scan_snap_cost(node: Node, results: str = "results") -> Cost:
-    """Scan and Snap synthetic jobs: R runs of the reparameterised 1-layer model (Y, Z of M x M each, float64)
-    per RunSet. FLOPs per step = 6 x B x M^2 x R (the Y product 2 B M^2 forward, twice that backward; the
-    softmax over M is O(B M)); memory = 8 B x R x (2 M^2 (2 + slots) + 3 B M)."""
-    from featlearn.scan_snap.data import SequenceClasses
-
-    parts = []
-    for shape, iters in scan_snap_runsets(node):
-        M = SequenceClasses(shape["num_last"], shape["per_last"], shape["seq_len"]).M
-        R, B = shape["runs"], shape["batch"]
-        slots = 2 if shape["optimizer"] == "adam" else 1
-        parts.append(Part(probe("scan_snap", shape, "runs", node.threads), int(iters), R, 6 * B * M * M * R,
-                          FLOAT64 * R * (2 * M * M * (2 + slots) + 3 * B * M)))
-    return Cost(parts, 0.0, "logging every log_every steps is inside the timed probe steps when they reach it",
-                "FLOPs = 6 B M^2 R per step; memory = 8 B x R (2 M^2 (2 + slots) + 3 B M) [D]", "")
-
-
-def features_data(cfg: dict, results: str = "results") -> dict | None:
-    """Sizes of a features training job's splits, as ``featlearn.features.experiments.load_splits`` reads them
-    (train subsampled to ``max_train``, dev/test to ``max_eval``, tokens cut at ``max_len``): from the prepared
-    files when they exist (the synthetic data are built), else None. Read once per dataset and subsample."""
-    keys = ("dataset", "max_train", "max_eval", "subsample_seed", "synthetic")
-    return _features_data(json.dumps({k: cfg.get(k) for k in keys} | {"max_len": cfg["settings"].get("max_len")}, sort_keys=True),
-                          results)
-
-
-@functools.lru_cache(maxsize=None)
-def _features_data(cfg_json: str, results: str) -> dict | None:
-    from featlearn.features.experiments import load_splits
-    from featlearn.pipeline.registry import Paths
-
-    cfg = json.loads(cfg_json)
-    inputs = {}
-    if cfg["dataset"] != "synthetic":
-        paths = Paths(results)
-        inputs = {s: paths.prepared(cfg["dataset"], f"{s}.tsv") for s in ("train", "dev", "test")} | {
-            "vocab": paths.prepared(cfg["dataset"], "vocab.json")}
-        if not all(Path(v).is_file() for v in inputs.values()):
-            return None
-    rows, vocab = load_splits(cfg, inputs)
-    max_len = cfg["max_len"] or 0
-
-    def lengths(split):
-        return [max(1, min(len(t.split()), max_len) if max_len > 0 else len(t.split())) for _, t in rows.get(split, [])]
-
-    train = lengths("train")
-    labels = {y for r in rows.values() for y, _ in r}
-    return {"n_train": len(train), "mean_length": sum(train) / max(len(train), 1),
-            "eval_instances": len(lengths("dev")) + len(lengths("test")), "vocab": len(vocab),
-            "n_classes": max(max(labels) + 1, 2)}
-
-
-def batches_per_epoch(n: int, batch: int, pool: int) -> int:
-    """Minibatches of one epoch of ``featlearn.features.train.epoch_batches``: pools of ``pool x batch`` instances,
-    each cut into batches of ``batch`` (the last one of a pool may be smaller)."""
-    step = max(1, pool) * batch
-    full, rest = divmod(n, step)
-    return full * max(1, pool) + math.ceil(rest / batch)
-
-
-def features_cost(node: Node, results: str = "results") -> Cost:
-    """features_train: every activation x sigma_v x seed of the job in one batched model (R runs), epochs x
-    minibatches steps. FLOPs per step = 6 x P_ne x batch x mean length x R (each non-embedding weight used once
-    per token [D: an approximation of the per-kind models]); memory = 4 B x R (3 P + 8 batch x length x d)."""
-    from featlearn.features.models import InitScales, init_params
-    from featlearn.features.train import Settings, _spec
-
-    cfg = node.settings
-    data = features_data(cfg, results)
-    if data is None:
-        raise ValueError(f"prepared {cfg['dataset']} splits not found (the job's sizes come from them)")
-    st = Settings.from_dict({**cfg["settings"], "device": "cpu"})
-    R = len(cfg["activations"]) * len(cfg["sigma_v"]) * len(cfg["seeds"])
-    spec = _spec(st, data["vocab"], 1 if data["n_classes"] == 2 else data["n_classes"])
-    params = init_params(spec, [1], [0.1], InitScales(st.sigma_e, st.sigma_w, st.sigma_h))
-    P = sum(p.numel() for p in params.values())
-    P_ne = sum(p.numel() for k, p in params.items() if k != "E")
-    L = max(1, round(data["mean_length"]))
-    steps = st.epochs * batches_per_epoch(data["n_train"], st.batch, st.bucket_pool)
-    slots = 2 if st.optimizer == "adam" else 1 if st.optimizer == "adagrad" else 0
-    shape = {"kind": st.kind, "d": st.d, "ffn": st.ffn, "kernel": st.kernel, "sa_variant": st.sa_variant, "mv_bos": st.mv_bos,
-             "optimizer": st.optimizer, "activations": list(cfg["activations"]), "sigma_v": len(cfg["sigma_v"]),
-             "seeds": len(cfg["seeds"]), "runs": R, "batch": st.batch, "length": L,
-             "vocab": data["vocab"], "n_classes": data["n_classes"], "dropout": st.dropout, "dtype": st.dtype}
-    eval_share = data["eval_instances"] * (st.epochs + 1) / 3 / max(data["n_train"] * st.epochs, 1)
-    return Cost([Part(probe("features", shape, "runs", node.threads), steps, R, 6 * P_ne * st.batch * L * R,
-                      FLOAT32 * R * ((2 + slots) * P + 8 * st.batch * L * st.d))],
-                eval_share, f"dev + test ({data['eval_instances']} instances) forward after every epoch and at epoch 0 "
-                "(1/3 of a training pass) [D]",
-                "FLOPs = 6 P_ne B L R per step; memory = 4 B x R ((2 + slots) P + 8 B L d) [D]",
-                f"{data['n_train']} train instances of mean length {data['mean_length']:.1f}, vocab {data['vocab']}")
-
-
-def _gpt2_config(model: str, revision: str, cache_dir: str | None):
-    """The architecture of a public GPT-2 checkpoint, from the Hugging Face cache only (as a dry run resolves it)."""
-    from transformers import GPT2Config
-
-    return GPT2Config.from_pretrained(model, revision=revision, cache_dir=cache_dir, local_files_only=True)
-
-
-def gpt2_non_embedding(d: int, n_layer: int, d_ff: int | None = None) -> int:
-    """Parameters of a GPT-2 body outside its embedding tables, plus the fine-tuning head Linear(d, 1): per block
-    the attention c_attn (d x 3d + 3d) and c_proj (d^2 + d), the MLP (d x d_ff + d_ff, d_ff x d + d) and two
-    layer norms (4 d); the final layer norm (2 d) [C: transformers' GPT2Model]."""
-    d_ff = d_ff or 4 * d
-    block = 3 * d * d + 3 * d + d * d + d + 2 * d * d_ff + d_ff + d + 4 * d
-    return n_layer * block + 2 * d + d + 1
-
-
-def finetune_cost(node: Node, results: str = "results") -> Cost:
-    """templates_gpt2_finetune: one run per (n, seed), each ``epochs`` x ceil(n / batch) Adam steps on template
-    strings (``featlearn.templates.gpt2.experiments.finetune_t5``); FLOPs per step = 6 x P_ne x B x length;
-    memory as the LMs with no vocabulary output (a regression head)."""
-    from featlearn.templates.tasks import aba_abb, make_datasets
-
-    s = node.settings
-    cfg = _gpt2_config(s["model"], s["revision"], s.get("cache_dir"))
-    d, L, H = cfg.n_embd, cfg.n_layer, cfg.n_head
-    task = aba_abb()
-    parts = []
-    for n in s["n"]:
-        data = make_datasets(task, int(n), 1)
-        V, T, B = data.vocab.size, task.length, min(int(s["batch"]), int(n))
-        p_ne = gpt2_non_embedding(d, L, cfg.n_inner)
-        P = p_ne + (cfg.vocab_size + cfg.n_positions + V) * d
-        shape = {"config": {"n_embd": d, "n_layer": L, "n_head": H, "n_positions": cfg.n_positions, "n_inner": cfg.n_inner,
-                            "vocab_size": cfg.vocab_size, "activation_function": cfg.activation_function},
-                 "vocab": V, "length": T, "batch": B}
-        steps = int(s["seeds"]) * int(s["epochs"]) * math.ceil(int(n) / int(s["batch"]))
-        parts.append(Part(probe("gpt2_t5", shape, "batch", node.threads), steps, int(s["seeds"]), 6 * p_ne * B * T,
-                          lm_memory_bytes(P, 2, B, T, L, d, cfg.n_inner or 4 * d, H, 0)))
-    n_total = sum(int(n) for n in s["n"])
-    share = (len(s["n"]) * 200 + n_total) / 3 / n_total
-    return Cost(parts, share, "validation and test (100 each) and the train split forward after every epoch: an upper bound "
-                "(test and train are evaluated only when validation improves) [D]",
-                "FLOPs = 6 P_ne B T per step; memory = 4 B x [4 P + B T L (9d + 2 d_ff + 2 H T)]",
-                f"{s['model']}@{s['revision']}: {L} layers, d {d}")
-
-
-# rule -> cost model(node, results folder)
-COST_MODELS: dict[str, Callable[[Node, str], Cost]] = {
-    **{rule: lm_cost for rule in LM_RULES},
-    "templates_sweep": sweep_cost,
-    "templates_calibration": sweep_cost,
-    "joma_table1_cell": table1_cost,
-    "scan_snap_syn_small": scan_snap_cost,
-    "scan_snap_adam": scan_snap_cost,
-    "scan_snap_syn_medium": scan_snap_cost,
-    "features_train": features_cost,
-    "templates_gpt2_finetune": finetune_cost,
-}
-
-
-# --------------------------------------------------------------------------------------- probes
-
-
-def _lm_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
-    """One LM at the job's shape (batch ``dim_value``): ``featlearn.lm_bench.benchmark``'s timed training steps."""
-    from featlearn.lm_bench import Spec, benchmark
-
-    model = shape["model"]
-    # seed and learning rate are left out of the shape (they do not change a step's cost); any value builds the model
-    settings = {"seed": 1, "lr": 1e-3, **shape["settings"], LM_KEYS_BATCH[model]: dim_value}
-    row = benchmark(Spec(model, shape["dataset"], shape["dataset"], settings), device, steps=steps, warmup=warmup,
-                    vocab=shape["vocab"])
-    # the median step: robust to another process taking the device for a moment
-    return {"seconds_per_step": row["median_step_seconds"], "peak_memory_bytes": (row["peak_memory_gib"] or 0) * 2**30 or None}
-
-
-LM_KEYS_BATCH = {model: key for model, key in LM_RULES.values()}
-
-
-def _sweep_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
-    """One engine group of the job's shape (R = ``dim_value`` runs) at n = the group's minibatch, so an epoch is
-    one step (plus the epoch's evaluation): ``warmup`` epochs, then ``steps`` timed epochs (``train_group``)."""
-    from dataclasses import replace
-
-    from featlearn.templates.sweeps.engine import RunSpec, expand_groups, train_group
-
-    variants = shape["variants"]
-    settings = {"task": shape["task"], "arch": shape["arch"], "model": shape["model"], "variants": variants,
-                "n": [shape["n_probe"]], "lrs": [1e-3], "seeds": 1, "epochs": 1, "batch": shape["batch"], "max_group": 10**6,
-                "trainable": shape["trainable"], "device": device, "eval_every": shape["eval_every"], "n_val": shape["n_val"],
-                "n_test": shape["n_test"],
-                "dtype": shape["dtype"].replace("torch.", ""), "progress": False,
-                "cuda_graphs": shape.get("cuda_graphs", False)}  # captured steps replay after 3 eager ones: probe more steps
-    runs = [RunSpec(1 + i // len(variants), 1e-3, variants[i % len(variants)]) for i in range(dim_value)]
-    group = replace(expand_groups(settings)[0], runs=runs)
-    if warmup:
-        train_group(replace(group, epochs=warmup))
-    return {"seconds_per_step": train_group(replace(group, epochs=steps)).seconds / steps}
-
-
-def _table1_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
-    """One Table 1 cell with ``dim_value`` seeds: ``featlearn.joma.table1.train`` for ``warmup`` then ``steps`` steps."""
-    from featlearn.joma.hierarchy import make_hierarchy
-    from featlearn.joma.table1 import build_model, train
-
-    seeds = list(range(1, dim_value + 1))
-    cfg = {**shape, "lr": 1e-5, "wd": 0.0, "log_every": 10**9}
-    hiers = [make_hierarchy(list(shape["n"]), shape["C"], shape["n_ch"], shape["M"], shape["T"], generator=s) for s in seeds]
-    models = [build_model(shape["M"], shape["C"], cfg, s).to(device) for s in seeds]
-    if warmup:
-        train(models, hiers, seeds, {**cfg, "steps": warmup}, vectorise=shape["vectorise"])
-    _sync(device)
-    t0 = time.perf_counter()
-    train(models, hiers, seeds, {**cfg, "steps": steps}, vectorise=shape["vectorise"])
-    _sync(device)
-    return {"seconds_per_step": (time.perf_counter() - t0) / steps}
-
-
-def _scan_snap_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
-    """One RunSet of ``dim_value`` runs: ``featlearn.scan_snap.train.train`` for ``w = max(1, warmup)`` and then for
-    ``w + steps`` iterations; the difference over ``steps`` leaves out the set-up and the final forward pass
-    and keeps the job's logging every ``log_every`` iterations."""
-    from featlearn.scan_snap.data import SequenceClasses
-    from featlearn.scan_snap.train import RunSet, train
-
-    spec = SequenceClasses(shape["num_last"], shape["per_last"], shape["seq_len"])
-    R = dim_value
-
-    def seconds(iterations: int) -> float:
-        runs = RunSet(spec, [1 + i for i in range(R)], [1.0] * R, [2.0] * R, optimizer=shape["optimizer"], init=shape["init"],
-                      batch=shape["batch"], iterations=iterations, log_every=shape["log_every"], device=device)
-        _sync(device)
-        t0 = time.perf_counter()
-        train(runs)
-        _sync(device)
-        return time.perf_counter() - t0
-
-    w = max(1, warmup)
-    short = seconds(w)
-    return {"seconds_per_step": max(0.0, seconds(w + steps) - short) / steps}
-
-
-def _features_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
-    """``featlearn.features.train.train`` of ``dim_value`` runs for one epoch over ``batch x steps`` random instances
-    of the job's mean length (no dev/test split and no probe units: their share is the stated evaluation share)."""
-    import torch
-
-    from featlearn.features.train import Encoded, Probes, Run, Settings, train
-
-    # the job's order, activations x sigma_v x seeds (``job_runs``): each distinct seed draws its own batches
-    acts, n_sv, n_seeds = shape["activations"], shape["sigma_v"], shape["seeds"]
-    runs = [Run(seed=1 + i % n_seeds, activation=acts[i // (n_sv * n_seeds) % len(acts)], sigma_v=0.1 * (1 + i // n_seeds % n_sv))
-            for i in range(dim_value)]
-    st = Settings(kind=shape["kind"], epochs=1, batch=shape["batch"], optimizer=shape["optimizer"], dropout=shape["dropout"],
-                  d=shape["d"], kernel=shape["kernel"], ffn=shape["ffn"], sa_variant=shape["sa_variant"], mv_bos=shape["mv_bos"],
-                  device=device,
-                  dtype=shape["dtype"], threads=0)
-    gen = torch.Generator().manual_seed(0)
-
-    def split(n: int) -> dict:
-        L = shape["length"]
-        ids = torch.randint(2, shape["vocab"], (n * L,), generator=gen)
-        return {"train": Encoded(ids, torch.arange(n + 1) * L, torch.randint(shape["n_classes"], (n,), generator=gen))}
-
-    def fit(n_steps: int) -> float:
-        return train(st, runs, split(shape["batch"] * n_steps), shape["vocab"], Probes(), n_classes=shape["n_classes"],
-                     progress=False).seconds
-
-    if warmup:
-        fit(warmup)
-    return {"seconds_per_step": fit(steps) / steps}
-
-
-def _gpt2_t5_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
-    """A GPT-2 body of the checkpoint's architecture (random init: the same cost) in ``TemplateGPT2``, trained with
-    Adam and the MSE of ``finetune_t5`` on ``dim_value`` random template strings."""
-    import torch
-    from transformers import GPT2Config, GPT2Model
-
-    from featlearn.templates.gpt2.experiments import TemplateGPT2
-
-    cfg = GPT2Config(**shape["config"])
-    cfg._attn_implementation = "eager"
-    torch.manual_seed(0)
-    model = TemplateGPT2(GPT2Model(cfg), shape["vocab"]).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
-    x = torch.randint(shape["vocab"], (dim_value, shape["length"]), device=device)
-    y = torch.randn(dim_value, device=device)
-
-    def step() -> None:
-        loss = ((model(x) - y) ** 2).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-
-    for _ in range(warmup):
-        step()
-    _sync(device)
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    _sync(device)
-    return {"seconds_per_step": (time.perf_counter() - t0) / steps}
-
-
-def _sync(device: str) -> None:
+def sync(device: str) -> None:
+    """Wait for the device (a probe times what ran, not what was queued)."""
     if str(device).startswith("cuda"):
         import torch
 
         torch.cuda.synchronize()
 
 
-PROBES: dict[str, Callable[..., dict]] = {
-    **{f"lm:{model}": _lm_probe for model, _ in LM_RULES.values()},
-    "sweep": _sweep_probe,
-    "table1": _table1_probe,
-    "scan_snap": _scan_snap_probe,
-    "features": _features_probe,
-    "gpt2_t5": _gpt2_t5_probe,
-}
+def lm_cost(node: Node, results: str, model: str, size: Callable, budget: Callable, probe_run: str, *,
+            stats: str | None = None, tokens_per_word: float = 1.0, vocab: int | None = None) -> Cost:
+    """The cost of an LM job, one run: its data sizes (:func:`lm_data`; the job's own vocabulary input where it has
+    one, else ``vocab``), the model at the job's settings (``size(settings, vocab) ->``
+    :class:`featlearn.lm.cost.LMSize`), its steps and evaluation share (``budget(settings, data, size) ->``
+    :class:`featlearn.lm.cost.LMBudget`) and a probe of kind ``lm:<model>`` run by ``probe_run`` at batch size.
+    The papers' cost modules call it with their model's functions (:mod:`featlearn.lm.cost`)."""
+    from featlearn.lm.cost import BUDGET_KEYS, FORMULA
+
+    s = dict(node.settings)
+    dataset = s.get("dataset") or node.wildcards.get("dataset")
+    if not dataset:  # scan_snap: the variant's dataset is the folder of its prepared train split
+        dataset = next(Path(p).parent.name for p in node.inputs if p.endswith("/train.pt"))
+    data = lm_data(dataset, results, stats, tokens_per_word)
+    vocab_file = next((p for p in node.inputs if p.endswith((".json",))), None)
+    if vocab_file and Path(vocab_file).is_file():  # the job's own vocabulary input, as the job reads it
+        data["vocab"] = len(json.loads(Path(vocab_file).read_text(encoding="utf-8")))
+    elif vocab is not None:
+        data["vocab"] = vocab
+    if data["vocab"] is None:
+        raise ValueError(f"no vocabulary size for {dataset} (no prepared stats.json)")
+    sz = size({k: v for k, v in s.items() if k != "dataset"}, data["vocab"])
+    b = budget(s, data, sz)
+    shape = {"model": model, "dataset": dataset, "vocab": data["vocab"], "batch": sz.batch, "seq": sz.seq,
+             "settings": {k: v for k, v in sorted(s.items()) if k not in BUDGET_KEYS}}
+    part = Part(probe(f"lm:{model}", shape, "batch", node.threads, probe_run), b.steps, 1, sz.flops_per_step,
+                sz.memory_bytes(data["vocab"]))
+    return Cost([part], b.eval_steps / max(b.steps, 1), b.eval_note, FORMULA,
+                f"{sz.parameters / 1e6:.2f}M parameters, vocab {data['vocab']} ({data['source']})")
+
+
+# --------------------------------------------------------------------------------------- probes
 
 
 def device_name(device: str, threads: int) -> str:
@@ -804,7 +329,7 @@ class Prober:
 
         self.device, self.cache_path = device, Path(cache)
         self.steps, self.warmup, self.probe, self.max_seconds = max(1, steps), max(0, warmup), probe, max_seconds
-        self.probes = PROBES if probes is None else probes
+        self.probes = probes or {}  # probe kind -> function, in place of the function a probe names (tests)
         self.torch = torch.__version__
         self.cache = json.loads(self.cache_path.read_text()) if self.cache_path.is_file() else {}
         self.measured = 0  # probes run by this object (the rest came from the cache)
@@ -834,7 +359,7 @@ class Prober:
     def _measure(self, p: Probe, flops_per_step: float | None) -> dict:
         import torch
 
-        fn = self.probes[p.kind]
+        fn = self.probes.get(p.kind) or load(p.run)
         shape, full = p.shape, int(p.shape[p.dim])
         torch.set_num_threads(self.threads or p.threads)
         use, pilot, t0 = full, None, time.perf_counter()
@@ -878,7 +403,7 @@ class Prober:
             for _ in range(2):  # the faster of two: the first may read the libraries from disk
                 t0 = time.perf_counter()
                 subprocess.run([sys.executable, "-c", "import torch, pandas, featlearn.pipeline.compute"], check=True,
-                               env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                               env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
                 times.append(time.perf_counter() - t0)
             self.cache[key] = {"seconds": min(times), "load_average": round(os.getloadavg()[0], 2)}
             self._save()
@@ -976,6 +501,11 @@ def benchmark_scale(results: str = "results") -> str | None:
     return rec.get("scale") if rec else None
 
 
+def cost_model(node: Node) -> Callable[[Node, str], Cost] | None:
+    """The cost model the job's registry record names (``Job.cost``), None where it names none."""
+    return load(node.cost_model) if node.cost_model else None
+
+
 def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "results") -> list[Node]:
     """Fill each node's cost model, seconds per step of each part and job time (in place; returns the nodes).
     A job without a cost model takes the wall time of its benchmark file when the run record says the files
@@ -983,7 +513,7 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
     bench_scale = benchmark_scale(results)
     same_scale = bench_scale == config.get("scale")
     for node in nodes:
-        model = COST_MODELS.get(node.rule)
+        model = cost_model(node)
         bench = benchmark_seconds(node.benchmark)
         node.measured = bench if same_scale else None
         bench_text = None if bench is None else (

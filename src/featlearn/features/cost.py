@@ -1,0 +1,196 @@
+"""The features paper's cost models for ``python -m featlearn estimate`` (docs/estimate.md), named by its registry's
+job records: a classifier training job, every run of it in one batched model (:func:`train_cost`, probed by
+:func:`train_probe`), the word LM of Fig. 7, the tutorial transformer of ``featlearn.lm`` trained with SGD
+(:func:`lm_word_cost`, :func:`lm_word_probe`), and the character GPT of Fig. 5 (:func:`lm_char_cost`,
+:func:`lm_char_probe`; :func:`char_gpt` builds it as its training does, also for ``python -m featlearn lm-bench``).
+Standard library only at import time."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from pathlib import Path
+
+from featlearn.pipeline.estimate import FLOAT32, Cost, Node, Part, lm_cost, probe
+
+
+def features_data(cfg: dict, results: str = "results") -> dict | None:
+    """Sizes of a features training job's splits, as ``featlearn.features.experiments.load_splits`` reads them
+    (train subsampled to ``max_train``, dev/test to ``max_eval``, tokens cut at ``max_len``): from the prepared
+    files when they exist (the synthetic data are built), else None. Read once per dataset and subsample."""
+    keys = ("dataset", "max_train", "max_eval", "subsample_seed", "synthetic")
+    return _features_data(json.dumps({k: cfg.get(k) for k in keys} | {"max_len": cfg["settings"].get("max_len")}, sort_keys=True),
+                          results)
+
+
+@functools.lru_cache(maxsize=None)
+def _features_data(cfg_json: str, results: str) -> dict | None:
+    from featlearn.features.experiments import load_splits
+    from featlearn.pipeline.registry import Paths
+
+    cfg = json.loads(cfg_json)
+    inputs = {}
+    if cfg["dataset"] != "synthetic":
+        paths = Paths(results)
+        inputs = {s: paths.prepared(cfg["dataset"], f"{s}.tsv") for s in ("train", "dev", "test")} | {
+            "vocab": paths.prepared(cfg["dataset"], "vocab.json")}
+        if not all(Path(v).is_file() for v in inputs.values()):
+            return None
+    rows, vocab = load_splits(cfg, inputs)
+    max_len = cfg["max_len"] or 0
+
+    def lengths(split):
+        return [max(1, min(len(t.split()), max_len) if max_len > 0 else len(t.split())) for _, t in rows.get(split, [])]
+
+    train = lengths("train")
+    labels = {y for r in rows.values() for y, _ in r}
+    return {"n_train": len(train), "mean_length": sum(train) / max(len(train), 1),
+            "eval_instances": len(lengths("dev")) + len(lengths("test")), "vocab": len(vocab),
+            "n_classes": max(max(labels) + 1, 2)}
+
+
+def batches_per_epoch(n: int, batch: int, pool: int) -> int:
+    """Minibatches of one epoch of ``featlearn.features.train.epoch_batches``: pools of ``pool x batch`` instances,
+    each cut into batches of ``batch`` (the last one of a pool may be smaller)."""
+    step = max(1, pool) * batch
+    full, rest = divmod(n, step)
+    return full * max(1, pool) + math.ceil(rest / batch)
+
+
+def train_cost(node: Node, results: str = "results") -> Cost:
+    """features_train: every activation x sigma_v x seed of the job in one batched model (R runs), epochs x
+    minibatches steps. FLOPs per step = 6 x P_ne x batch x mean length x R (each non-embedding weight used once
+    per token [D: an approximation of the per-kind models]); memory = 4 B x R (3 P + 8 batch x length x d)."""
+    from featlearn.features.models import InitScales, init_params
+    from featlearn.features.train import Settings, _spec
+
+    cfg = node.settings
+    data = features_data(cfg, results)
+    if data is None:
+        raise ValueError(f"prepared {cfg['dataset']} splits not found (the job's sizes come from them)")
+    st = Settings.from_dict({**cfg["settings"], "device": "cpu"})
+    R = len(cfg["activations"]) * len(cfg["sigma_v"]) * len(cfg["seeds"])
+    spec = _spec(st, data["vocab"], 1 if data["n_classes"] == 2 else data["n_classes"])
+    params = init_params(spec, [1], [0.1], InitScales(st.sigma_e, st.sigma_w, st.sigma_h))
+    P = sum(p.numel() for p in params.values())
+    P_ne = sum(p.numel() for k, p in params.items() if k != "E")
+    L = max(1, round(data["mean_length"]))
+    steps = st.epochs * batches_per_epoch(data["n_train"], st.batch, st.bucket_pool)
+    slots = 2 if st.optimizer == "adam" else 1 if st.optimizer == "adagrad" else 0
+    shape = {"kind": st.kind, "d": st.d, "ffn": st.ffn, "kernel": st.kernel, "sa_variant": st.sa_variant, "mv_bos": st.mv_bos,
+             "optimizer": st.optimizer, "activations": list(cfg["activations"]), "sigma_v": len(cfg["sigma_v"]),
+             "seeds": len(cfg["seeds"]), "runs": R, "batch": st.batch, "length": L,
+             "vocab": data["vocab"], "n_classes": data["n_classes"], "dropout": st.dropout, "dtype": st.dtype}
+    eval_share = data["eval_instances"] * (st.epochs + 1) / 3 / max(data["n_train"] * st.epochs, 1)
+    return Cost([Part(probe("features", shape, "runs", node.threads, f"{__name__}:train_probe"), steps, R,
+                      6 * P_ne * st.batch * L * R, FLOAT32 * R * ((2 + slots) * P + 8 * st.batch * L * st.d))],
+                eval_share, f"dev + test ({data['eval_instances']} instances) forward after every epoch and at epoch 0 "
+                "(1/3 of a training pass) [D]",
+                "FLOPs = 6 P_ne B L R per step; memory = 4 B x R ((2 + slots) P + 8 B L d) [D]",
+                f"{data['n_train']} train instances of mean length {data['mean_length']:.1f}, vocab {data['vocab']}")
+
+
+def train_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
+    """``featlearn.features.train.train`` of ``dim_value`` runs for one epoch over ``batch x steps`` random instances
+    of the job's mean length (no dev/test split and no probe units: their share is the stated evaluation share)."""
+    import torch
+
+    from featlearn.features.train import Encoded, Probes, Run, Settings, train
+
+    # the job's order, activations x sigma_v x seeds (``job_runs``): each distinct seed draws its own batches
+    acts, n_sv, n_seeds = shape["activations"], shape["sigma_v"], shape["seeds"]
+    runs = [Run(seed=1 + i % n_seeds, activation=acts[i // (n_sv * n_seeds) % len(acts)], sigma_v=0.1 * (1 + i // n_seeds % n_sv))
+            for i in range(dim_value)]
+    st = Settings(kind=shape["kind"], epochs=1, batch=shape["batch"], optimizer=shape["optimizer"], dropout=shape["dropout"],
+                  d=shape["d"], kernel=shape["kernel"], ffn=shape["ffn"], sa_variant=shape["sa_variant"], mv_bos=shape["mv_bos"],
+                  device=device,
+                  dtype=shape["dtype"], threads=0)
+    gen = torch.Generator().manual_seed(0)
+
+    def split(n: int) -> dict:
+        L = shape["length"]
+        ids = torch.randint(2, shape["vocab"], (n * L,), generator=gen)
+        return {"train": Encoded(ids, torch.arange(n + 1) * L, torch.randint(shape["n_classes"], (n,), generator=gen))}
+
+    def fit(n_steps: int) -> float:
+        return train(st, runs, split(shape["batch"] * n_steps), shape["vocab"], Probes(), n_classes=shape["n_classes"],
+                     progress=False).seconds
+
+    if warmup:
+        fit(warmup)
+    return {"seconds_per_step": fit(steps) / steps}
+
+
+def lm_word_cost(node: Node, results: str = "results") -> Cost:
+    """features_lm_word: the tutorial transformer with SGD (:mod:`featlearn.lm.cost`), probed as ``lm:features_word``."""
+    from featlearn.features.lm import WORD_OPTIMIZER
+    from featlearn.lm.bench import tutorial_size
+    from featlearn.lm.cost import tutorial_budget
+
+    return lm_cost(node, results, "features_word", lambda s, vocab: tutorial_size(s, vocab, WORD_OPTIMIZER), tutorial_budget,
+                   f"{__name__}:lm_word_probe")
+
+
+def lm_word_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
+    from featlearn.features.lm import WORD_OPTIMIZER
+    from featlearn.lm.bench import tutorial_probe
+
+    return tutorial_probe(shape, dim_value, device, steps, warmup, WORD_OPTIMIZER)
+
+
+def char_gpt(settings: dict, vocab: int):
+    """The character GPT of ``featlearn.features.gpt`` as ``featlearn.features.lm.train_char_gpt`` trains it (AdamW,
+    clipping), a :class:`featlearn.lm.bench.Built`."""
+    from featlearn.features.gpt import GPT, GPTConfig
+    from featlearn.features.lm import CharRun
+    from featlearn.features.lm import _optimizer as char_optimizer
+    from featlearn.lm.bench import Built, next_token_loss
+
+    run = CharRun(**{k: v for k, v in settings.items() if k in CharRun.__dataclass_fields__})
+    net = GPT(GPTConfig(vocab, run.block_size, run.n_layer, run.n_head, run.n_embd, run.dropout))
+
+    def loss(tokens):
+        return next_token_loss(net(tokens[:, :-1]), tokens[:, 1:])
+
+    return Built(net, char_optimizer(net, run), loss, run.grad_clip, vocab, run.batch_size, run.block_size, run.n_layer,
+                 run.n_embd, net.tok.weight)
+
+
+@functools.lru_cache(maxsize=None)
+def _char_size(settings_json: str, vocab: int):
+    from featlearn.features.lm import CharRun
+    from featlearn.lm.bench import size_of
+
+    s = json.loads(settings_json)
+    run = CharRun(**{k: v for k, v in s.items() if k in CharRun.__dataclass_fields__})
+    return size_of(lambda: char_gpt(s, vocab), 4 * run.n_embd, run.n_head, 2)
+
+
+def _char_budget(s: dict, data: dict, size):
+    """``iterations`` AdamW steps; ``eval_batches`` batches forward (1/3 of a step each) at step 0, every
+    ``eval_every`` steps and at the end [D]."""
+    from featlearn.lm.cost import LMBudget, evaluations
+
+    total = int(s["iterations"])
+    n_ev = evaluations(total, s["eval_every"])
+    return LMBudget(total, n_ev * s["eval_batches"] / 3,
+                    f"{n_ev} evaluations x {s['eval_batches']} batches forward (1/3 of a step each) [D]")
+
+
+def lm_char_cost(node: Node, results: str = "results") -> Cost:
+    """features_lm_char: the character GPT (d_ff = 4 d, AdamW), probed as ``lm:features_char``."""
+    return lm_cost(node, results, "features_char", lambda s, vocab: _char_size(json.dumps(s, sort_keys=True), vocab),
+                   _char_budget, f"{__name__}:lm_char_probe")
+
+
+def lm_char_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
+    """The character GPT at the job's shape (batch ``dim_value``)."""
+    import torch
+
+    from featlearn.lm.bench import probe_steps
+    from featlearn.lm.cost import probe_settings
+
+    settings = probe_settings(shape, "batch_size", dim_value)
+    torch.manual_seed(int(settings["seed"]))
+    return probe_steps(char_gpt(settings, shape["vocab"]), device, steps, warmup)

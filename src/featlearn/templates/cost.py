@@ -1,0 +1,244 @@
+"""The templates paper's cost models for ``python -m featlearn estimate`` (docs/estimate.md), named by its
+registry's job records: a sweep or the calibration grid, the engine's groups of each curve (:func:`sweep_cost`,
+:func:`calibration_cost`, probed by :func:`sweep_probe`), the fine-tuning of a public GPT-2 on template strings
+(:func:`finetune_cost`, :func:`finetune_probe`) and the GPT-2 language model of Fig. 6 (:func:`wikitext_cost`,
+:func:`wikitext_probe`; :func:`gpt2_lm` builds it as its training does, also for ``python -m featlearn lm-bench``).
+Standard library only at import time."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import time
+
+from featlearn.pipeline.estimate import FLOAT32, Cost, Node, Part, lm_cost, parameters_outside_embeddings, probe, sync
+
+
+def groups_cost(node: Node, curves: list) -> Cost:
+    """The engine's groups (``expand_groups``) of each of a job's ``curves`` (name, settings); a group of R
+    runs trains epochs x ceil(n / batch) steps. FLOPs per step = 6 x P_ne x samples x positions x R (P_ne: the
+    non-embedding parameters of one run's model at the job's vocabulary; a sequence model applies them at each
+    of the task's positions [D: upper bound for a readout on the last position only]; the MLPs' one-hot first
+    layer counts hidden x inputs, as it is computed); memory = 4 B x R (4 P + 8 samples x positions x width),
+    width the widest layer's output."""
+    import torch
+
+    from featlearn.templates.sweeps.engine import expand_groups, init_model
+    from featlearn.templates.tasks import make_datasets
+
+    parts = []
+    for _, settings in curves:
+        for g in expand_groups({**settings, "progress": False}):
+            R = len(g.runs)
+            samples = min(g.n, g.batch)
+            vocab = make_datasets(g.task, 1, 1, n_val=1, n_test=1, train_alphabet=g.n).vocab.size  # the job's vocabulary
+            m = init_model(g, g.runs[0], vocab, g.structure)
+            P = sum(p.numel() for p in m.parameters())
+            emb = {id(x.weight) for x in m.modules() if isinstance(x, torch.nn.Embedding)}
+            width = max((p.shape[0] for p in m.parameters() if p.dim() == 2 and id(p) not in emb), default=1)
+            if g.arch.startswith("mlp"):  # the one-hot first layer is a sum of the selected columns: hidden x inputs
+                first = m.layers[0].weight
+                per_sample = 6 * (parameters_outside_embeddings(m) - first.numel()
+                                  + first.shape[0] * (g.task.length + g.task.length ** 2 * (g.arch == "mlp_xxt")))
+            else:  # a sequence model applies its weights at every position
+                per_sample = 6 * parameters_outside_embeddings(m) * g.task.length
+            shape = {"task": settings["task"], "arch": g.arch, "model": g.model, "variants": sorted({r.variant for r in g.runs}),
+                     "runs": R, "batch": g.batch, "n_probe": samples, "trainable": list(g.trainable) if g.trainable else None,
+                     "dtype": str(g.dtype), "eval_every": g.eval_every, "n_val": g.n_val, "n_test": g.n_test,
+                     **({"cuda_graphs": True} if g.cuda_graphs else {})}  # (absent when off: earlier probes stay valid)
+            parts.append(Part(probe("sweep", shape, "runs", node.threads, f"{__name__}:sweep_probe"),
+                              g.epochs * g.steps_per_epoch, R, per_sample * samples * R,
+                              FLOAT32 * R * (4 * P + samples * g.task.length * width * 8)))
+    return Cost(parts, 0.0, "evaluation (validation + test, every epoch) is inside the timed probe epochs",
+                "FLOPs = 6 P_ne x samples x positions x R per step (MLP: 6 P_ne x samples x R, first layer hidden x inputs); "
+                "memory = 4 B x R (4P + 8 samples x positions x width) [D]",
+                f"{len(parts)} groups")
+
+
+def sweep_cost(node: Node, results: str = "results") -> Cost:
+    """templates_sweep: the curves of the job's grid (``featlearn.templates.sweeps.experiments.figure_curves``)."""
+    from featlearn.templates.sweeps.experiments import figure_curves
+
+    return groups_cost(node, figure_curves(node.settings["grid"], node.settings["sweeps"]))
+
+
+def calibration_cost(node: Node, results: str = "results") -> Cost:
+    """templates_calibration: the calibration grid's curves (``featlearn.templates.sweeps.experiments.calibration_curves``)."""
+    from featlearn.templates.sweeps.experiments import calibration_curves
+
+    return groups_cost(node, calibration_curves(node.settings["sweeps"]))
+
+
+def sweep_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
+    """One engine group of the job's shape (R = ``dim_value`` runs) at n = the group's minibatch, so an epoch is
+    one step (plus the epoch's evaluation): ``warmup`` epochs, then ``steps`` timed epochs (``train_group``)."""
+    from dataclasses import replace
+
+    from featlearn.templates.sweeps.engine import RunSpec, expand_groups, train_group
+
+    variants = shape["variants"]
+    settings = {"task": shape["task"], "arch": shape["arch"], "model": shape["model"], "variants": variants,
+                "n": [shape["n_probe"]], "lrs": [1e-3], "seeds": 1, "epochs": 1, "batch": shape["batch"], "max_group": 10**6,
+                "trainable": shape["trainable"], "device": device, "eval_every": shape["eval_every"], "n_val": shape["n_val"],
+                "n_test": shape["n_test"],
+                "dtype": shape["dtype"].replace("torch.", ""), "progress": False,
+                "cuda_graphs": shape.get("cuda_graphs", False)}  # captured steps replay after 3 eager ones: probe more steps
+    runs = [RunSpec(1 + i // len(variants), 1e-3, variants[i % len(variants)]) for i in range(dim_value)]
+    group = replace(expand_groups(settings)[0], runs=runs)
+    if warmup:
+        train_group(replace(group, epochs=warmup))
+    return {"seconds_per_step": train_group(replace(group, epochs=steps)).seconds / steps}
+
+
+def _gpt2_config(model: str, revision: str, cache_dir: str | None):
+    """The architecture of a public GPT-2 checkpoint, from the Hugging Face cache only (as a dry run resolves it)."""
+    from transformers import GPT2Config
+
+    return GPT2Config.from_pretrained(model, revision=revision, cache_dir=cache_dir, local_files_only=True)
+
+
+def gpt2_non_embedding(d: int, n_layer: int, d_ff: int | None = None) -> int:
+    """Parameters of a GPT-2 body outside its embedding tables, plus the fine-tuning head Linear(d, 1): per block
+    the attention c_attn (d x 3d + 3d) and c_proj (d^2 + d), the MLP (d x d_ff + d_ff, d_ff x d + d) and two
+    layer norms (4 d); the final layer norm (2 d) [C: transformers' GPT2Model]."""
+    d_ff = d_ff or 4 * d
+    block = 3 * d * d + 3 * d + d * d + d + 2 * d * d_ff + d_ff + d + 4 * d
+    return n_layer * block + 2 * d + d + 1
+
+
+def finetune_cost(node: Node, results: str = "results") -> Cost:
+    """templates_gpt2_finetune: one run per (n, seed), each ``epochs`` x ceil(n / batch) Adam steps on template
+    strings (``featlearn.templates.gpt2.experiments.finetune_t5``); FLOPs per step = 6 x P_ne x B x length;
+    memory as the LMs with no vocabulary output (a regression head)."""
+    from featlearn.lm.cost import memory_bytes
+    from featlearn.templates.tasks import aba_abb, make_datasets
+
+    s = node.settings
+    cfg = _gpt2_config(s["model"], s["revision"], s.get("cache_dir"))
+    d, L, H = cfg.n_embd, cfg.n_layer, cfg.n_head
+    task = aba_abb()
+    parts = []
+    for n in s["n"]:
+        data = make_datasets(task, int(n), 1)
+        V, T, B = data.vocab.size, task.length, min(int(s["batch"]), int(n))
+        p_ne = gpt2_non_embedding(d, L, cfg.n_inner)
+        P = p_ne + (cfg.vocab_size + cfg.n_positions + V) * d
+        shape = {"config": {"n_embd": d, "n_layer": L, "n_head": H, "n_positions": cfg.n_positions, "n_inner": cfg.n_inner,
+                            "vocab_size": cfg.vocab_size, "activation_function": cfg.activation_function},
+                 "vocab": V, "length": T, "batch": B}
+        steps = int(s["seeds"]) * int(s["epochs"]) * math.ceil(int(n) / int(s["batch"]))
+        parts.append(Part(probe("gpt2_t5", shape, "batch", node.threads, f"{__name__}:finetune_probe"), steps, int(s["seeds"]),
+                          6 * p_ne * B * T, memory_bytes(P, 2, B, T, L, d, cfg.n_inner or 4 * d, H, 0)))
+    n_total = sum(int(n) for n in s["n"])
+    share = (len(s["n"]) * 200 + n_total) / 3 / n_total
+    return Cost(parts, share, "validation and test (100 each) and the train split forward after every epoch: an upper bound "
+                "(test and train are evaluated only when validation improves) [D]",
+                "FLOPs = 6 P_ne B T per step; memory = 4 B x [4 P + B T L (9d + 2 d_ff + 2 H T)]",
+                f"{s['model']}@{s['revision']}: {L} layers, d {d}")
+
+
+def finetune_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
+    """A GPT-2 body of the checkpoint's architecture (random init: the same cost) in ``TemplateGPT2``, trained with
+    Adam and the MSE of ``finetune_t5`` on ``dim_value`` random template strings."""
+    import torch
+    from transformers import GPT2Config, GPT2Model
+
+    from featlearn.templates.gpt2.experiments import TemplateGPT2
+
+    cfg = GPT2Config(**shape["config"])
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(0)
+    model = TemplateGPT2(GPT2Model(cfg), shape["vocab"]).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    x = torch.randint(shape["vocab"], (dim_value, shape["length"]), device=device)
+    y = torch.randn(dim_value, device=device)
+
+    def step() -> None:
+        loss = ((model(x) - y) ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    for _ in range(warmup):
+        step()
+    sync(device)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    sync(device)
+    return {"seconds_per_step": (time.perf_counter() - t0) / steps}
+
+
+def gpt2_lm(settings: dict, vocab: int):
+    """The GPT-2 LM of ``featlearn.templates.gpt2.experiments.train_wikitext`` (AdamW, no clipping), a
+    :class:`featlearn.lm.bench.Built`."""
+    import torch
+
+    from featlearn.lm.bench import Built
+    from featlearn.templates.gpt2.experiments import build_lm, lm_loss, small_config
+
+    s = settings
+    config = small_config(vocab, s["n_layer"], s["n_embd"], s["n_head"], s["block"], s["dropout"])
+    net = build_lm(config, s["variant"], s["seed"])
+    opt = torch.optim.AdamW(net.parameters(), lr=s["lr"], weight_decay=s["weight_decay"])
+
+    def loss(tokens):
+        return lm_loss(net, tokens[:, :-1])  # blocks of `block` tokens predicting their tokens 2..block
+
+    return Built(net, opt, loss, None, vocab, s["batch"], s["block"], s["n_layer"], s["n_embd"], net.lm_head.weight)
+
+
+@functools.lru_cache(maxsize=None)
+def _gpt2_size(settings_json: str, vocab: int):
+    from featlearn.lm.bench import size_of
+
+    s = json.loads(settings_json)
+    return size_of(lambda: gpt2_lm(s, vocab), 4 * s["n_embd"], s["n_head"], 2)
+
+
+def _gpt2_budget(s: dict, data: dict, size):
+    """``steps``, or ``epochs`` x ⌊⌊train tokens / T⌋ / B⌋ AdamW steps; evaluations of ``val_blocks_log`` blocks at
+    step 0, every ``eval_every`` steps and at the end, and a final one of ``val_blocks`` (null: all) blocks, each
+    block forward 1/3 of a step per batch [D]."""
+    from featlearn.lm.cost import LMBudget, evaluations
+
+    B, T = size.batch, size.seq
+    per_epoch = None if data["train"] is None else data["train"] // T // B
+    if s.get("steps"):
+        total = int(s["steps"])
+    elif per_epoch is None:
+        raise ValueError(f"epochs budget but no train size of {s.get('dataset')}")
+    else:
+        total = int(s["epochs"]) * per_epoch
+    final = (data["valid"] // T) if s.get("val_blocks") is None and data["valid"] else (s.get("val_blocks") or 0)
+    ev_blocks = evaluations(total, s["eval_every"]) * s["val_blocks_log"] + final
+    return LMBudget(total, ev_blocks / B / 3, f"{ev_blocks} validation blocks forward (= 1/3 of a step per batch of {B}) [D]")
+
+
+def wikitext_cost(node: Node, results: str = "results") -> Cost:
+    """templates_gpt2_wikitext: GPT-2 (d_ff = 4 d, AdamW) on the word-level ids, or on GPT-2's BPE ids (their own
+    sizes, GPT-2's vocabulary), probed as ``lm:templates_gpt2``."""
+    bpe = node.settings.get("tokenizer") == "gpt2"
+    extra = {}
+    if bpe:
+        from featlearn.pipeline.sizing import BPE_PER_WORD
+        from featlearn.templates.gpt2.experiments import GPT2_VOCAB
+
+        dataset = node.settings.get("dataset") or node.wildcards.get("dataset")
+        extra = {"stats": f"{results}/templates/gpt2_bpe/{dataset}/stats.json", "tokens_per_word": BPE_PER_WORD,
+                 "vocab": GPT2_VOCAB}
+    return lm_cost(node, results, "templates_gpt2", lambda s, vocab: _gpt2_size(json.dumps(s, sort_keys=True), vocab),
+                   _gpt2_budget, f"{__name__}:wikitext_probe", **extra)
+
+
+def wikitext_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
+    """GPT-2 at the job's shape (batch ``dim_value``)."""
+    import torch
+
+    from featlearn.lm.bench import probe_steps
+    from featlearn.lm.cost import probe_settings
+
+    settings = probe_settings(shape, "batch", dim_value)
+    torch.manual_seed(int(settings["seed"]))
+    return probe_steps(gpt2_lm(settings, shape["vocab"]), device, steps, warmup)
