@@ -303,3 +303,23 @@ def test_the_scorecard_shows_null_draws_and_counts_how_claims_were_tested(tmp_pa
     # n2 does not count; of n1, n3, n4: one against several draws, one against one draw, one with none
     assert "Of the 3 empirical claims decided, 1 were tested against a null of several draws" in text
     assert "1 against one draw of a trivial model, and 1 have no baseline" in text
+
+
+def test_claims_on_few_seeds_carry_their_registry_reason(tmp_path):
+    one = check("joma", "fig6_drop_wikitext2", "Fig. 6", "s", "m", 1.0, ">", 0.0, "default", baseline=("u", 0.0))
+    three = check("joma", "fig3_grow", "Fig. 3", "s", "m", 1.0, ">", 0.0, "default", seeds=3, spread=0.1,
+                  baseline=("u", 0.0))
+    sanity = check("joma", "fig6_step0", "Fig. 6", "s", "m", 1.0, ">", 0.0, "default", kind="sanity")
+    write_claims(tmp_path / "a.csv", [one, three, sanity])
+    merged = merge_claims([tmp_path / "a.csv"], tmp_path / "m.csv", paper="joma",
+                          few_seeds={"fig6_*": "one seed: the LMs are the longest jobs at this scale", "fig3_*": "never"})
+    by = {c.claim_id: c for c in merged}
+    assert by["fig6_drop_wikitext2"].seeds_reason.startswith("one seed: the LMs")
+    assert by["fig3_grow"].seeds_reason == "" and by["fig6_step0"].seeds_reason == ""  # 3 seeds; a sanity check
+    assert read_claims(tmp_path / "m.csv") == merged
+    text = render_markdown(merged)
+    assert "- `fig6_drop_wikitext2` (1 seed): one seed: the LMs are the longest jobs" in text
+    assert "1 of the 2 rest on fewer than 3 seeds" in text
+    # without a reason the scorecard says so
+    bare = render_markdown([one, three])
+    assert "- `fig6_drop_wikitext2` (1 seed): no reason given" in bare and "(1 give no reason)" in bare

@@ -61,6 +61,7 @@ PAPER_CLAIMS = {p: [] for p in PAPERS}
 PAPER_UNCHECKED = {p: {} for p in PAPERS}
 # claim id pattern -> the sanity checks those claims rest on (a failed one makes them unchecked)
 PAPER_GATES = {p: {} for p in PAPERS}
+PAPER_FEW_SEEDS = {p: {} for p in PAPERS}
 # What this run leaves out and why (shown at start-up and in the scorecard).
 SKIPPED = {}
 
@@ -461,6 +462,7 @@ def register_paper(reg):
     SKIPPED.update(reg.skipped)
     PAPER_UNCHECKED[reg.paper].update(reg.unchecked)
     PAPER_GATES[reg.paper].update(reg.gates)
+    PAPER_FEW_SEEDS[reg.paper].update(reg.few_seeds)
 
 
 # ---- what the run says about itself (rules in scorecard.smk): its record, results pages, compute table.

@@ -23,10 +23,12 @@ rule paper_claims:
     params:
         unchecked=lambda wc: json.dumps(PAPER_UNCHECKED[wc.paper], sort_keys=True),
         gates=lambda wc: json.dumps(PAPER_GATES[wc.paper], sort_keys=True),
+        few_seeds=lambda wc: json.dumps(PAPER_FEW_SEEDS[wc.paper], sort_keys=True),
         scale=SCALE,
     shell:
         "python -m featlearn claims-merge --paper {wildcards.paper} --out {output}"
-        " --unchecked {params.unchecked:q} --gates {params.gates:q} --scale {params.scale} {input} > {log} 2>&1"
+        " --unchecked {params.unchecked:q} --gates {params.gates:q} --few-seeds {params.few_seeds:q}"
+        " --scale {params.scale} {input} > {log} 2>&1"
 
 
 rule scorecard:

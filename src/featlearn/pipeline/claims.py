@@ -22,7 +22,8 @@ from ``measured`` by the comparison the claim states, never typed in by hand, an
   ``sanity ok`` or ``sanity failed``.
 - ``threshold_reason`` says where the threshold comes from (a number the paper prints, a statistical
   argument with its number of seeds, an exact identity); ``paper_value`` is the paper's own number where it
-  prints one; ``spread`` is the standard deviation over ``seeds`` seeds where the measurement is a mean.
+  prints one; ``spread`` is the standard deviation over ``seeds`` seeds where the measurement is a mean;
+  ``seeds_reason`` says why an empirical claim rests on fewer than :data:`MIN_SEEDS` seeds.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ INCONCLUSIVE = "inconclusive"
 SANITY_OK, SANITY_FAILED = "sanity ok", "sanity failed"
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_DISCRIMINATING, INCONCLUSIVE, UNCHECKED, SANITY_OK, SANITY_FAILED)
 COLUMNS = (
-    "paper", "claim_id", "figure", "statement", "kind", "metric", "measured", "spread", "seeds", "target",
+    "paper", "claim_id", "figure", "statement", "kind", "metric", "measured", "spread", "seeds", "seeds_reason", "target",
     "threshold_reason", "paper_value", "baseline", "baseline_measured", "baseline_draws", "baseline_pass_rate",
     "baseline_passed", "passed", "verdict",
     "scale", "note",
@@ -62,6 +63,9 @@ NAN = float("nan")
 # draws the smallest nonzero rate is 1/k, so a null of fewer than 20 draws passes as soon as one draw does.
 NULL_ALPHA = 0.05
 NO_BASELINE = "no baseline"
+# An empirical claim rests on at least this many seeds where the paper's figure has seeds; a claim on fewer says why
+# (``seeds_reason``, declared by the paper's registry: the cost of more at this scale, or one run in the paper).
+MIN_SEEDS = 3
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class Claim:
     kind: str = "paper"
     spread: float = NAN
     seeds: int = 1
+    seeds_reason: str = ""
     threshold_reason: str = ""
     paper_value: str = ""
     baseline: str = ""
@@ -325,11 +330,13 @@ def read_claims(path: str | os.PathLike) -> list[Claim]:
 
 def merge_claims(parts: Iterable[str | os.PathLike], out: str | os.PathLike, paper: str | None = None,
                  unchecked_claims: Mapping[str, Sequence[str]] | None = None, scale: str = "",
-                 gates: Mapping[str, Sequence[str]] | None = None) -> list[Claim]:
+                 gates: Mapping[str, Sequence[str]] | None = None,
+                 few_seeds: Mapping[str, str] | None = None) -> list[Claim]:
     """Concatenate claim tables, then add ``unchecked_claims`` (claim id -> (figure, statement, why): the claims of
     figures this run skips) as unchecked; duplicated (paper, claim_id) pairs are an error. ``gates`` (claim id
     pattern -> the ids of the sanity checks those claims rest on) makes a claim unchecked when one of its
-    prerequisites failed (:func:`gate`)."""
+    prerequisites failed (:func:`gate`). ``few_seeds`` (claim id pattern -> why) gives an empirical claim measured
+    on fewer than :data:`MIN_SEEDS` seeds its ``seeds_reason``."""
     extra = [unchecked(paper or "", cid, fig, statement, why, scale)
              for cid, (fig, statement, why) in (unchecked_claims or {}).items()]
     claims: list[Claim] = []
@@ -354,5 +361,19 @@ def merge_claims(parts: Iterable[str | os.PathLike], out: str | os.PathLike, pap
         claims = [gate(c, *(by_id[p] for pattern, needs in gates.items() if fnmatchcase(c.claim_id, pattern)
                             for p in needs if p in by_id))
                   for c in claims]
+    if few_seeds:
+        claims = [with_seeds_reason(c, few_seeds) for c in claims]
     write_claims(out, claims)
     return claims
+
+
+def with_seeds_reason(claim: Claim, few_seeds: Mapping[str, str]) -> Claim:
+    """``claim`` with the reason its registry gives for resting on fewer than :data:`MIN_SEEDS` seeds (the first
+    matching pattern of ``few_seeds``), when it is a measured empirical claim on fewer and has none yet."""
+    from dataclasses import replace
+    from fnmatch import fnmatchcase
+
+    if claim.kind != "paper" or claim.verdict == UNCHECKED or claim.seeds >= MIN_SEEDS or claim.seeds_reason:
+        return claim
+    why = next((why for pattern, why in few_seeds.items() if fnmatchcase(claim.claim_id, pattern)), "")
+    return replace(claim, seeds_reason=why) if why else claim

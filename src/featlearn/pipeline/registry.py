@@ -259,6 +259,9 @@ class PaperRegistry:
     # Prerequisites: claim id pattern -> the ids of the sanity checks those claims rest on; a failed one makes
     # the claims unchecked (claims.gate), e.g. IMDB's claims rest on its vocabulary matching the paper's.
     gates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Why claims rest on fewer than 3 seeds at this scale: claim id pattern -> why (the cost of more, the paper's own
+    # single run); the scorecard lists the claims on fewer seeds with it.
+    few_seeds: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         names = [j.name for j in self.jobs] + [f.rule for f in self.figures]

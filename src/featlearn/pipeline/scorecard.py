@@ -14,6 +14,7 @@ from featlearn.pipeline.claims import (
     SANITY_OK,
     UNCHECKED,
     INCONCLUSIVE,
+    MIN_SEEDS,
     NULL_ALPHA,
     VERDICTS,
     Claim,
@@ -70,6 +71,21 @@ def null_line(claims: list[Claim]) -> str:
     return text + (f"; {missing} record no baseline." if missing else ".")
 
 
+def few_seeds(claims: list[Claim]) -> list[Claim]:
+    """The decided empirical claims that rest on fewer than MIN_SEEDS seeds."""
+    return [c for c in claims if c.counts and c.seeds < MIN_SEEDS]
+
+
+def seeds_line(claims: list[Claim]) -> str:
+    few = few_seeds(claims)
+    if not few:
+        return ""
+    unexplained = sum(not c.seeds_reason for c in few)
+    text = (f"{len(few)} of the {sum(c.counts for c in claims)} rest on fewer than {MIN_SEEDS} seeds; each says why "
+            "in the list of claims on few seeds")
+    return text + (f" ({unexplained} give no reason)." if unexplained else ".")
+
+
 def headline(claims: list[Claim]) -> str:
     """"reproduced R of D empirical paper claims (U unchecked, I inconclusive, N not discriminating); theory
     numerics: T of M hold". Only empirical claims (kind ``paper``) are in R of D; the paper's theory checked
@@ -115,7 +131,7 @@ def paper_section(rows: list[Claim]) -> list[str]:
         return ["No claims checked in this run."]
     lines = [f"{headline(rows).capitalize()}."]
     if null_line(rows):
-        lines += ["", null_line(rows)]
+        lines += ["", " ".join(x for x in (null_line(rows), seeds_line(rows)) if x)]
     paper_rows = [c for c in rows if c.kind != "sanity"]
     if paper_rows:
         lines += ["",
@@ -130,6 +146,11 @@ def paper_section(rows: list[Claim]) -> list[str]:
     if notes:
         lines += ["", "What differs or why a claim is not decided:", ""]
         lines += [f"- `{c.claim_id}` ({c.verdict}): {what_differs(c)}" for c in notes]
+    few = few_seeds(rows)
+    if few:
+        lines += ["", f"Claims on fewer than {MIN_SEEDS} seeds:", ""]
+        lines += [f"- `{c.claim_id}` ({c.seeds} seed{'s' if c.seeds > 1 else ''}): {c.seeds_reason or 'no reason given'}"
+                  for c in few]
     sanity_rows = [c for c in rows if c.kind == "sanity"]
     if sanity_rows:
         lines += ["", "Sanity checks (this project's setup; not counted):", "",
@@ -154,7 +175,7 @@ def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None, 
         lines += [provenance_line(record), ""]
     lines += [f"All papers: {headline(claims)}.", ""]
     if null_line(claims):
-        lines += [null_line(claims), ""]
+        lines += [" ".join(x for x in (null_line(claims), seeds_line(claims)) if x), ""]
     lines += [
         "A claim counts only when it is an empirical statement of the paper (kind `paper`) and no trivial baseline "
         "(the untrained network, a unigram model, a constant predictor) run on the same data passes it too. The paper's "

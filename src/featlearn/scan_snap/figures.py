@@ -210,7 +210,7 @@ def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
     # one set of shuffles serves the three orderings
     orders = [_fig4_ratio_orders(d, last, ratios) for d in shuffled_labels(steps_df, "ratio", ["layout", "seed"])]
 
-    def claim(cid, statement, metric, op, threshold, reason, kind="paper", mean=False, **kw):
+    def claim(cid, statement, metric, op, threshold, reason, kind="paper", **kw):
         value, spread = ours[cid]
         if cid in orders[0]:  # the untrained network is the same at every ratio: shuffle the ratios within each seed
             kw["baseline"] = (SHUFFLED.format(label="ratio", blocks="seed"), [o[cid] for o in orders])
@@ -219,11 +219,11 @@ def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
         else:
             kw["baseline"] = (UNTRAINED, base[cid][0])
         return _claim(cid, "Fig. 4", statement, metric, value, op, threshold, scale, kind=kind, reason=reason,
-                      spread=spread, seeds=seeds if mean or cid in orders[0] else 1, **kw)
+                      spread=spread, seeds=seeds, **kw)
 
     return [
         claim("1b", f"loss below 1e-3 at iteration {last} (ratio {r_lo:g})", f"final loss, {SEED_MEAN}", "<", 1e-3,
-              "training converges on the separable Syn-Small data (this project's setup)", kind="sanity", mean=True),
+              "training converges on the separable Syn-Small data (this project's setup)", kind="sanity"),
         claim("2", f"larger eta_Y/eta_Z (ratio {r_hi:g}) reaches loss < 1e-2 no later than ratio {r_lo:g}",
               "first iteration (ratio hi) - first iteration (ratio lo)", "<=", 0.0,
               "an ordering (Sec. 6: larger eta_Y learns the decoder faster)"),
@@ -232,7 +232,7 @@ def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
               "a sign stated by Thm. 2 (common tokens' logits decrease)"),
         claim("3b", f"common-token mass falls from its initial 0.645 to below 0.5 (ratio {r_lo:g})",
               f"final common mass, {SEED_MEAN}", "<", 0.5,
-              "the paper's Fig. 4 shows common tokens losing most of their mass; 0.5 is a reading of the figure", mean=True),
+              "the paper's Fig. 4 shows common tokens losing most of their mass; 0.5 is a reading of the figure"),
         claim("4a", "final attention over distinct tokens is strictly increasing in P(l|n)",
               "min Spearman(final c, P) over runs and classes", ">=", 0.999, "a strict order (Spearman 1 up to float rounding)"),
         claim("4b", "the gain c(T)/c(0) is increasing in P(l|n) (frequent distinct tokens gain more attention)",
@@ -240,10 +240,9 @@ def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
         claim("4c", "the least frequent distinct token loses attention mass", "max gain of the lowest-P distinct token", "<", 1.0,
               "a sign (gain below 1)"),
         claim("5a", "no winner-takes-all: distinct entropy ends above 1.0 nats", f"final distinct entropy, {SEED_MEAN}", ">", 1.0,
-              "the reference's bound for 'several tokens keep attention' (ln 10 = 2.30 is uniform, 0 one-hot)", mean=True),
+              "the reference's bound for 'several tokens keep attention' (ln 10 = 2.30 is uniform, 0 one-hot)"),
         claim("5b", "attention becomes sparser than at initialisation: distinct entropy ends below 2.05 nats (2.151 at init)",
-              f"final distinct entropy, {SEED_MEAN}", "<", 2.05, "0.1 nats below the initial 2.151, beyond float noise",
-              mean=True),
+              f"final distinct entropy, {SEED_MEAN}", "<", 2.05, "0.1 nats below the initial 2.151, beyond float noise"),
         claim("5c", "no winner-takes-all: the largest distinct share stays below 0.6", "max final top share", "<", 0.6,
               "the reference's bound; one token holding more than 0.6 would be near winner-takes-all"),
         claim("6a", f"larger eta_Y/eta_Z (ratio {r_hi:g}) ends less sparse than ratio {r_lo:g} (entropy higher by > 0.05)",
