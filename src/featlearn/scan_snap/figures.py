@@ -201,9 +201,12 @@ def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
     steps_df, comp, last, ratios = _fig4_tables(inputs)
     seeds = int(steps_df["seed"].nunique())
     ours = _fig4_measures(steps_df, comp, last, ratios)
-    base = _fig4_measures(
-        frozen_at_init(steps_df, ["run", "layout", "ratio", "seed"], ["loss", "distinct_entropy", "common_mass"]),
-        frozen_at_init(comp, ["run", "class", "token"], ["c", "z"]), last, ratios)
+    frozen_steps = frozen_at_init(steps_df, ["run", "layout", "ratio", "seed"], ["loss", "distinct_entropy", "common_mass"])
+    frozen_comp = frozen_at_init(comp, ["run", "class", "token"], ["c", "z"])
+    base = _fig4_measures(frozen_steps, frozen_comp, last, ratios)
+    # the untrained network of each seed (its own initialisation) is one draw of the baseline
+    per_seed = [_fig4_measures(frozen_steps[frozen_steps["seed"] == s], frozen_comp[frozen_comp["seed"] == s], last, ratios)
+                for s in sorted(steps_df["seed"].unique())] if seeds > 1 else []
     r_lo, r_hi = min(ratios), max(ratios)
     half = int(steps_df.loc[steps_df["step"] <= last / 2, "step"].max())
 
@@ -217,7 +220,7 @@ def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
         elif cid in FIG4_NO_BASELINE and kind == "paper":
             kw["no_baseline"] = FIG4_NO_BASELINE[cid]
         else:
-            kw["baseline"] = (UNTRAINED, base[cid][0])
+            kw["baseline"] = (UNTRAINED, [d[cid][0] for d in per_seed] if per_seed else base[cid][0])
         return _claim(cid, "Fig. 4", statement, metric, value, op, threshold, scale, kind=kind, reason=reason,
                       spread=spread, seeds=seeds, **kw)
 
