@@ -176,6 +176,19 @@ def test_table1_claims_on_planted_cells(tmp_path):
     assert_passes("joma", good, "table1_s0", "table1_s1_lower", "table1_gap_s0", "table1_gap_s1", "table1_loss")
     bad = T.claims_table1(_cells(tmp_path, (0.6, 0.8), (0.55, 0.75), 1.0), {"scale": "test"})
     assert_fails("joma", bad, "table1_s0", "table1_s1_lower", "table1_gap_s0", "table1_gap_s1", "table1_loss")
+    # the untrained network of each seed is one draw: 2 seeds, none reaching 0.94 in the good cells; the planted
+    # untrained networks are already ordered (0.3 < 0.5), so both draws pass the order claim
+    by = {c.claim_id: c for c in good}
+    assert by["table1_s0"].baseline_draws == 2 and by["table1_s0"].baseline_pass_rate == 0
+    assert by["table1_s1_lower"].baseline_pass_rate == 1.0 and by["table1_s1_lower"].verdict == "not discriminating"
+    # untrained networks not ordered (s1 above s0): the order discriminates; one seed ordered: half the draws pass
+    unordered = {c.claim_id: c for c in T.claims_table1(_cells(tmp_path, (0.97, 0.7), (0.3, 0.5), 0.01), {"scale": "test"})}
+    assert unordered["table1_s1_lower"].baseline_pass_rate == 0 and unordered["table1_s1_lower"].verdict == "reproduced"
+    cells = pd.read_csv(_cells(tmp_path, (0.97, 0.7), (0.3, 0.5), 0.01)["cells"][0])
+    cells.loc[(cells["seed"] == 2) & ~cells["trained"] & (cells["level"] == 1), "ncorr"] = 0.2
+    cells.to_csv(tmp_path / "one_ordered.csv", index=False)
+    one = {c.claim_id: c for c in T.claims_table1({"cells": [str(tmp_path / "one_ordered.csv")]}, {"scale": "test"})}
+    assert one["table1_s1_lower"].baseline_pass_rate == 0.5 and one["table1_s1_lower"].verdict == "not discriminating"
 
 
 # ------------------------------------------------------------------------------------------ Figs. 6, 8 (WikiText)
