@@ -31,11 +31,51 @@ def _new_counts(rows) -> tuple[int, int, int, int]:
     return sum(c.verdict == "reproduced" for c in counted), len(counted), sum(c.passed for c in theory), len(theory)
 
 
+def read_any(path: str) -> list:
+    """A claims table of this version, or of an earlier one whose columns were fewer: the missing columns get the
+    values a row of that day meant (no seeds reason; a baseline, where there is one, of one draw)."""
+    import csv
+    import tempfile
+
+    from featlearn.pipeline.claims import COLUMNS, read_claims
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        rows = list(reader)
+        if tuple(reader.fieldnames or ()) == COLUMNS:
+            return read_claims(path)
+    for row in rows:
+        row.setdefault("seeds_reason", "")
+        one = row["baseline_passed"] in ("True", "False")
+        row.setdefault("baseline_draws", "1" if one else "0")
+        row.setdefault("baseline_pass_rate", repr(float(row["baseline_passed"] == "True")) if one else "nan")
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", newline="", delete=False) as tmp:
+        writer = csv.DictWriter(tmp, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows({k: row.get(k, "") for k in COLUMNS} for row in rows)
+    try:
+        return read_claims(tmp.name)
+    finally:
+        Path(tmp.name).unlink()
+
+
+def _why(a, b) -> str:
+    if b.verdict in ("unchecked", "inconclusive"):
+        return b.note
+    if a.kind != b.kind:
+        return "re-kinded by what it measures"
+    if b.verdict == "not discriminating" and b.baseline_draws > 1:
+        return (f"{round(b.baseline_pass_rate * b.baseline_draws)} of {b.baseline_draws} draws of its null "
+                f"({b.baseline}) pass too")
+    if b.target != a.target:
+        return f"threshold {a.target} -> {b.target}: {b.threshold_reason}"
+    return ""
+
+
 def compare(before_csv: str, after_csv: str) -> str:
     from featlearn import PAPERS
-    from featlearn.pipeline.claims import read_claims
 
-    before, after = read_claims(before_csv), read_claims(after_csv)
+    before, after = read_any(before_csv), read_any(after_csv)
     old = {(c.paper, c.claim_id): c for c in before}
     new = {(c.paper, c.claim_id): c for c in after}
     lines = ["| paper | before: reproduced of counted | after: reproduced of empirical | after: theory numerics hold | "
@@ -58,10 +98,7 @@ def compare(before_csv: str, after_csv: str) -> str:
             continue
         was = f"{a.kind}, {a.verdict}" if a else "no row"
         now = f"{b.kind}, {b.verdict}" if b else "no row"
-        if b and b.verdict in ("unchecked", "inconclusive"):
-            why = b.note
-        else:
-            why = "re-kinded by what it measures" if a and b and a.kind != b.kind else ""
+        why = _why(a, b) if a and b else b.note if b else ""
         lines.append(f"| `{key[0]}` | `{key[1]}` | {was} | {now} | {why.replace('|', '/')} |")
     return "\n".join(lines) + "\n"
 

@@ -323,3 +323,19 @@ def test_claims_on_few_seeds_carry_their_registry_reason(tmp_path):
     # without a reason the scorecard says so
     bare = render_markdown([one, three])
     assert "- `fig6_drop_wikitext2` (1 seed): no reason given" in bare and "(1 give no reason)" in bare
+
+
+def test_a_baseline_fixed_by_construction_that_fails_is_no_baseline():
+    from featlearn.pipeline.claims import fixed_baseline
+
+    # zero initialisation: every untrained network scores 0, which fails "< 0": no baseline, with the value
+    kw = fixed_baseline("untrained network", [0.0, 0.0, 0.0], "<", 0.0, "zero initialisation")
+    c = check("scan_snap", "3a", "", "", "m", -1.0, "<", 0.0, "default", **kw)
+    assert c.null == "none" and "zero initialisation: it scores 0 on every draw" in c.baseline and c.verdict == "reproduced"
+    # the same fixed value passing: a real baseline, and the claim does not discriminate
+    kw = fixed_baseline("untrained network", [2.15] * 3, ">", 1.0, "zero initialisation")
+    c = check("scan_snap", "5a", "", "", "m", 2.0, ">", 1.0, "default", **kw)
+    assert c.baseline_draws == 3 and c.verdict == "not discriminating"
+    # draws that differ are a null as before; NaN everywhere counts as fixed
+    assert "baseline" in fixed_baseline("u", [0.0, 0.5], "<", 0.0, "why")
+    assert "no_baseline" in fixed_baseline("constant predictor", float("nan"), ">", 0.0, "never learns")

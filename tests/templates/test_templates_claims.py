@@ -428,8 +428,9 @@ def test_fig6_claims_on_planted_logs(tmp_path):
     good = _fig6(logs)
     assert_passes("templates", good.values(), "12_wikitext2", "12_wikitext103")
     assert good["12_wikitext2"].measured == pytest.approx(10.0) and good["12_wikitext2"].paper_value == "64.00 - 60.46 = 3.54"
-    # untrained, both variants are one network: no gap, so the baseline fails and the claim is reproduced
-    assert all(c.baseline_measured == 0.0 and c.verdict == REPRODUCED for c in good.values())
+    # untrained, both variants are one network: no gap by construction, so the claim says it has no baseline
+    assert all(c.null == "none" and "scores 0 on every draw" in c.baseline and c.verdict == REPRODUCED
+               for c in good.values())
     check_declared(list(good.values()), list(CLAIM_IDS["6"]))
     bad = _fig6(_lm_logs(tmp_path / "b", "wikitext2", {"vanilla": 100.0, "identity": 104.0}))
     assert_fails("templates", bad.values(), "12_wikitext2")

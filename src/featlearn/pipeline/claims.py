@@ -173,6 +173,22 @@ def _compare(value: float, op: str, threshold: float, within: float | None) -> b
     return bool(_OPS[op](value, threshold))
 
 
+def passes(value: float, op: str, threshold: float, within: float | None = None) -> bool:
+    """Whether ``value`` passes the comparison of :func:`check` (a NaN never does)."""
+    return _compare(float(value), op, threshold, within)
+
+
+def fixed_baseline(name: str, draws, op: str, threshold: float, why: str, within: float | None = None) -> dict:
+    """The ``baseline`` argument of :func:`check` for a trivial model that is the same on every draw by construction
+    (a zero initialisation, a constant predictor): when it fails the comparison it could never have passed, so the
+    claim gets ``no_baseline`` with ``why`` and the value instead of a baseline that makes it look discriminating."""
+    values = [float(draws)] if isinstance(draws, numbers.Real) else [float(v) for v in draws]
+    same = all(v == values[0] or (math.isnan(v) and math.isnan(values[0])) for v in values)
+    if same and not _compare(values[0], op, threshold, within):
+        return {"no_baseline": f"{why}: it scores {values[0]:.4g} on every draw, which fails by construction"}
+    return {"baseline": (name, draws)}
+
+
 def check(
     paper: str,
     claim_id: str,

@@ -16,7 +16,7 @@ import seaborn as sns
 from scipy.stats import spearmanr
 
 from featlearn.nulls import SHUFFLED, shuffle_null, shuffled_labels
-from featlearn.pipeline.claims import NAN, UNTRAINED, Claim, check, frozen_at_init, gate
+from featlearn.pipeline.claims import NAN, UNTRAINED, Claim, check, fixed_baseline, frozen_at_init, gate
 from featlearn.plotting import ordered_palette, set_style
 from featlearn.scan_snap.constants import LAYOUTS, N_COMMON, N_DISTINCT
 
@@ -26,6 +26,10 @@ PAPER = "scan_snap"
 def _claim(cid, fig, statement, metric, measured, op, threshold, scale, **kw) -> Claim:
     return check(PAPER, cid, fig, statement, metric, measured, op, threshold, scale, **kw)
 
+
+# Why the untrained baseline of Figs. 4 and 5 is one fixed network (fixed_baseline)
+ZERO_INIT = ("the attention and decoder start at zero (Figs. 4, 5), so every untrained network is the same one whatever "
+             "the seed")
 
 # Reasons shared by several claims
 SIGN_REASON = "a sign the paper states, read on seed means (no margin: the sign alone is the statement)"
@@ -219,8 +223,9 @@ def claims_4(inputs: dict, cfg: dict) -> list[Claim]:
             kw["baseline"] = (SHUFFLED.format(label="ratio", blocks="seed"), [o[cid] for o in orders])
         elif cid in FIG4_NO_BASELINE and kind == "paper":
             kw["no_baseline"] = FIG4_NO_BASELINE[cid]
-        else:
-            kw["baseline"] = (UNTRAINED, [d[cid][0] for d in per_seed] if per_seed else base[cid][0])
+        else:  # zero initialisation: every seed's untrained network is the same one
+            kw.update(fixed_baseline(UNTRAINED, [d[cid][0] for d in per_seed] if per_seed else base[cid][0], op, threshold,
+                                     ZERO_INIT))
         return _claim(cid, "Fig. 4", statement, metric, value, op, threshold, scale, kind=kind, reason=reason,
                       spread=spread, seeds=seeds, **kw)
 
@@ -314,7 +319,7 @@ def claims_5(inputs: dict, cfg: dict) -> list[Claim]:
     return [_claim("adam_subsets", "Fig. 5", "with Adam, different learning rates attend to different subsets of distinct tokens",
                    "distinct top-3 sets (class 1) across learning rates, min over seeds", min(ours), ">=", 2.0, scale,
                    reason="the paper's statement: at least two learning rates differ; every seed must show it",
-                   seeds=len(seeds), baseline=(UNTRAINED, min(base)))]
+                   seeds=len(seeds), **fixed_baseline(UNTRAINED, min(base), ">=", 2.0, ZERO_INIT))]
 
 
 # ----------------------------------------------------------------------------------------------- Fig. 6

@@ -28,7 +28,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from featlearn.pipeline.claims import Claim, check, short_grid, unchecked
+from featlearn.pipeline.claims import Claim, check, fixed_baseline, short_grid, unchecked
 from featlearn.plotting import from_zero, set_style, text_colour
 from featlearn.templates.sweeps.grids import sweep_figure
 from featlearn.templates.sweeps.selection import n_star, select_lr
@@ -251,10 +251,10 @@ def _claims(figure: str, measure, runs: pd.DataFrame, scale: str, baseline: str 
         if unmeasured:
             return unchecked(PAPER, cid, figure, statement, unmeasured, scale, paper_value=paper_value, reason=reason)
         value, spread = ours[cid]
-        # a constant predictor never reaches an error threshold: an n* of it is infinite, a ratio of two undefined
-        null = {"baseline": (baseline, base[cid][0])} if math.isfinite(base[cid][0]) else \
-            {"no_baseline": f"the {baseline} does not learn, so its n* is infinite (a ratio of n*s undefined) by "
-                            "construction; a null of untrained transformers is not run"}
+        # a constant predictor is one fixed model: failing, it could never have passed (an n* of it is infinite, a
+        # ratio of two undefined)
+        null = fixed_baseline(baseline, base[cid][0], op, threshold, f"the {baseline} is one fixed model, which does "
+                              "not learn (no null of untrained transformers is run)", within=kw.get("within"))
         made = check(PAPER, cid, figure, statement, metric, value, op, threshold, scale, reason=reason, paper_value=paper_value,
                      spread=spread if seeds > 1 else NAN, seeds=seeds, **null, **kw)
         return short_grid(made, undecided)
