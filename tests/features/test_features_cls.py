@@ -209,12 +209,15 @@ def test_token_statistics_on_planted_scores():
 def test_lrnn_position_claims_on_planted_table(tmp_path):
     def table(scale_k):
         rows = []
-        for epoch in (0, 1):
-            for u in ("pos0", "pos1", "neg0", "neg1"):
-                sign = 1 if u.startswith("pos") else -1
-                for k, size in scale_k.items():
-                    rows.append({"run": 0, "seed": 1, "activation": "relu", "sigma_v": 0.1, "epoch": epoch,
-                                 "probe": "position", "unit": u, "k": k, "out": 0, "score": epoch * sign * size})
+        for seed in (1, 2, 3):
+            for epoch in (0, 1):
+                for u in ("pos0", "pos1", "neg0", "neg1"):
+                    sign = 1 if u.startswith("pos") else -1
+                    for k, size in scale_k.items():
+                        # at epoch 0 (untrained) a seed-dependent sign: seed 2's markers already separate at k = 2
+                        score = epoch * sign * size + (1 - epoch) * (0.5 * sign if seed == 2 and k == 2 else 0.0)
+                        rows.append({"run": 0, "seed": seed, "activation": "relu", "sigma_v": 0.1, "epoch": epoch,
+                                     "probe": "position", "unit": u, "k": k, "out": 0, "score": score})
         return pd.DataFrame(rows)
 
     for sizes, expect in (({0: 0.1, 2: 1.0, 4: 0.2}, [True, True, True]), ({0: 1.0, 2: 1.0, 4: 0.1}, [True, False, True])):
@@ -226,6 +229,10 @@ def test_lrnn_position_claims_on_planted_table(tmp_path):
         claims = F.claims_12(tables, cfg)
         assert [c.claim_id for c in claims] == ["8-lrnn-k2-signs", "8-lrnn-k2-vs-k0", "8-lrnn-k2-vs-k4"]
         assert [c.passed for c in claims] == expect
+        # the untrained network of each seed is one draw: seed 2's untrained markers separate, 1 of 3 draws passes
+        signs = claims[0]
+        assert signs.baseline_draws == 3 and signs.baseline_pass_rate == pytest.approx(1 / 3)
+        assert signs.verdict == "not discriminating"
 
 
 def test_table3_on_planted_summaries(tmp_path):
