@@ -52,3 +52,13 @@ def test_a_real_effect_beats_its_shuffles_and_no_effect_does_not():
     c = check("scan_snap", "x", "", "", "fraction", _higher(two), "==", 1.0, "default",
               baseline=("shuffled lr", shuffle_null(two, "lr", ["seed"], _higher)))
     assert c.passed and c.verdict == "not discriminating" and 0.1 < c.baseline_pass_rate < 0.45
+
+
+def test_sign_flips_null():
+    from featlearn.nulls import sign_flips
+
+    gaps = np.full(20, 1.0)
+    count = sign_flips(gaps, lambda v: int((v > 0).sum()), draws=500)
+    assert sign_flips(gaps, lambda v: int((v > 0).sum()), draws=500) == count  # seeded
+    assert 7 <= np.mean(count) <= 13  # about half the signs survive
+    assert np.mean(np.array(count) >= 18) <= 0.01  # 18 of 20 positive: P = 211 / 2**20

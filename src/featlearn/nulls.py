@@ -53,3 +53,13 @@ def shuffle_null(df: pd.DataFrame, label: str, blocks: Sequence[str], statistic:
                  draws: int = DRAWS, seed: int = 0) -> list[float]:
     """The claim's ``statistic`` on each of :func:`shuffled_labels`' draws."""
     return [float(statistic(d)) for d in shuffled_labels(df, label, blocks, draws, seed)]
+
+
+def sign_flips(values: Sequence[float], statistic: Callable[[np.ndarray], float], draws: int = DRAWS,
+               seed: int = 0) -> list[float]:
+    """The claim's ``statistic`` on ``draws`` copies of paired differences ``values`` (one per token, say) with each
+    sign flipped at random: the null that the two sides of every pair are exchangeable, so that a difference is as
+    likely positive as negative. Seeded."""
+    rng = np.random.default_rng(seed)
+    v = np.asarray(values, dtype=float)
+    return [float(statistic(v * rng.choice((-1.0, 1.0), size=len(v)))) for _ in range(draws)]
