@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 
@@ -28,7 +29,10 @@ def main(optimizer: str, lr: float, epochs: int, prepared: str = "results/data/p
     index = {w: i for i, w in enumerate(vocab)}
     enc = {s: encode(r, index, 0) for s, r in rows.items()}
     ext = pd.read_csv(extracted, keep_default_na=False, na_values=[""])
-    settings = Settings(kind="mlp", epochs=epochs, lr=lr, optimizer=optimizer, threads=1)
+    from featlearn.pipeline.workflow import scale_config
+
+    shared = scale_config("default", Path(__file__).resolve().parents[1] / "config")["features"]["cls"]["train"]
+    settings = Settings(**{**shared, "kind": "mlp", "epochs": epochs, "lr": lr, "optimizer": optimizer, "threads": 1})
     t0 = time.perf_counter()
     res = train(settings, [Run(1, "relu", 0.1), Run(1, "relu", 0.001)], enc, len(vocab), build_probes("tokens", ext, index, []),
                 progress=False)

@@ -39,8 +39,9 @@ def _node(rule: str, settings: dict, wildcards: dict | None = None, threads: int
 def test_joma_wikitext_cost_by_hand(tmp_path):
     """One layer of the tutorial LM (d 200, d_ff 200, 1 head) on WikiText-2's 33,278 words, 6 steps of 20 x 35
     tokens, evaluated at steps 0, 2, 4, 6 on 2 windows of 10 streams."""
-    settings = {"dataset": "wikitext2", "n_layer": 1, "lr": 1e-4, "seed": 1, "dropout": 0.2, "iterations": 6, "log_every": 2,
-                "checkpoint_every": 2, "val_windows": 2, "bptt": 35}
+    settings = {"dataset": "wikitext2", "n_layer": 1, "n_head": 1, "d_model": 200, "d_ff": 200, "lr": 1e-4, "seed": 1,
+                "dropout": 0.2, "clip": 0.5, "batch_size": 20, "iterations": 6, "log_every": 2, "checkpoint_every": 2,
+                "val_windows": 2, "eval_batch_size": 10, "bptt": 35}
     node = _node("joma_wikitext", settings, {"dataset": "wikitext2"})
     cost = joma_cost.wikitext_cost(node, results=str(tmp_path))  # the documented sizes (no prepared data)
     V = 33_278

@@ -91,7 +91,8 @@ def test_flops_per_token_of_a_tiny_tutorial_lm_by_hand():
 def test_flops_per_token_counts_a_tied_output_layer():
     V, d, L, T = 65, 16, 1, 8
     spec = Spec("features_char", "tiny", "tinyshakespeare",
-                {"n_layer": L, "n_head": 2, "n_embd": d, "block_size": T, "dropout": 0.0})
+                {"n_layer": L, "n_head": 2, "n_embd": d, "block_size": T, "dropout": 0.0, "batch_size": 2, "lr": 1e-3,
+                 "weight_decay": 0.1, "beta2": 0.99, "grad_clip": 1.0})
     built = build(spec, vocab=V)
     # per layer: attention 4 d^2, MLP 8 d^2, two LayerNorms without bias; final LayerNorm; output V x d (tied)
     n = L * (12 * d * d + 2 * d) + d + V * d

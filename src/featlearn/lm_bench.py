@@ -86,6 +86,7 @@ class Spec:
 def specs(config: dict, models=MODELS) -> list[Spec]:
     """The settings of every model the configs train (one per dataset, and per variant for scan_snap)."""
     from featlearn.features.registry import LM_CHAR_DATASET, lm_char_settings, lm_word_settings
+    from featlearn.joma.registry import wikitext_settings
     from featlearn.scan_snap.registry import lm_runs
 
     out = []
@@ -96,7 +97,7 @@ def specs(config: dict, models=MODELS) -> list[Spec]:
                     for name, (dataset, settings) in lm_runs(config["scan_snap"]).items() if name.startswith("fig7_")]
         elif model == "joma_lm":
             wiki = config["joma"]["wikitext"]
-            common = {k: wiki[k] for k in ("dropout",)} | {"lr": wiki["fig6"]["lr"], "seed": wiki["seeds"][0]}
+            common = wikitext_settings(wiki) | {"lr": wiki["fig6"]["lr"], "seed": wiki["seeds"][0]}
             out += [Spec(model, f"{d} {n}L", d, {**common, "n_layer": n})
                     for d in wiki["datasets"] for n in wiki["fig6"]["layers"]]
         elif model == "features_word":

@@ -444,10 +444,18 @@ def _manual_training(settings, runs, splits, opt_cls):
     return {k: p.detach() for k, p in params.items()}
 
 
+def _settings(**kw) -> T.Settings:
+    """Training settings of these tests: the paper's Adagrad and initial scales, widths, kernel, attention variant,
+    <bos>, pools of 50 batches and evaluation batches of 256 (as config features.cls.train), with each test's own."""
+    shared = dict(optimizer="adagrad", sigma_e=0.1, sigma_w=0.1, sigma_h=0.1, kernel=3, ffn=64, sa_variant="paper", mv_bos=True,
+                  bucket_pool=50, eval_batch=256)
+    return T.Settings(**{**shared, **kw})
+
+
 @pytest.mark.parametrize("optimizer", ["adagrad", "adam", "sgd"])
 def test_trainer_updates_match_torch_optimizers(optimizer):
-    settings = T.Settings(kind="mlp", epochs=2, batch=3, lr=0.05, optimizer=optimizer, dropout=0.0, d=8,
-                          bucket_pool=2, dtype="float64", threads=0)
+    settings = _settings(kind="mlp", epochs=2, batch=3, lr=0.05, optimizer=optimizer, dropout=0.0, d=8,
+                         bucket_pool=2, dtype="float64", threads=0)
     runs = [T.Run(5, "relu", 0.1), T.Run(5, "tanh", 0.001)]
     splits = tiny_splits()
     res = T.train(settings, runs, splits, len(TINY_VOCAB), T.Probes(), progress=False)
@@ -459,7 +467,7 @@ def test_trainer_updates_match_torch_optimizers(optimizer):
 
 
 def test_training_tables_and_group_independence():
-    settings = T.Settings(kind="mv", epochs=3, batch=4, lr=0.5, dropout=0.0, d=8, dtype="float64", threads=0)
+    settings = _settings(kind="mv", epochs=3, batch=4, lr=0.5, dropout=0.0, d=8, dtype="float64", threads=0)
     splits = tiny_splits()
     probes = T.Probes(tokens={"good": 3, "bad": 4}, bigrams={"not good": (11, 3)},
                       phrases={"not good": [11, 3], "good film": [3, 5]})
@@ -491,7 +499,7 @@ def test_training_tables_and_group_independence():
 def test_dropout_masks_do_not_depend_on_the_group(kind):
     """Each seed draws its dropout masks from its own stream at its own batch shape: a run trained with other
     seeds equals the run trained alone (issue 18: one generator used to be shared by the job's runs)."""
-    settings = T.Settings(kind=kind, epochs=2, batch=4, lr=0.5, dropout=0.3, d=8, dtype="float64", threads=0)
+    settings = _settings(kind=kind, epochs=2, batch=4, lr=0.5, dropout=0.3, d=8, dtype="float64", threads=0)
     splits, probes = tiny_splits(), T.Probes(tokens={"good": 3, "bad": 4})
     group = [T.Run(1, "relu", 0.1), T.Run(2, "relu", 0.1), T.Run(2, "tanh", 0.5)]
     together = T.train(settings, group, splits, len(TINY_VOCAB), probes, progress=False)
@@ -505,7 +513,7 @@ def test_dropout_masks_do_not_depend_on_the_group(kind):
 
 
 def test_training_learns_token_polarity():
-    settings = T.Settings(kind="sa", epochs=30, batch=5, lr=0.3, dropout=0.0, d=16, threads=0)
+    settings = _settings(kind="sa", epochs=30, batch=5, lr=0.3, dropout=0.0, d=16, threads=0)
     res = T.train(settings, [T.Run(0, "relu", 0.1)], tiny_splits(), len(TINY_VOCAB),
                   T.Probes(tokens={"good": 3, "great": 9, "bad": 4}), progress=False)
     last = res.scores[res.scores.epoch == 30].set_index("unit")["score"]

@@ -35,7 +35,7 @@ def test_forward_shapes_and_causality():
 
 
 def test_tutorial_initialisation():
-    model = TransformerLM(LMConfig(vocab=1000))
+    model = TransformerLM(LMConfig(vocab=1000, d_model=200, d_ff=200, n_head=1, n_layer=1, dropout=0.2))
     assert model.embedding.weight.abs().max() <= 0.1 and model.decoder.weight.abs().max() <= 0.1
     assert torch.all(model.decoder.bias == 0)
     assert len(model.ffn_parameters()) == 4  # linear1/linear2 weights and biases of the one layer
@@ -77,8 +77,8 @@ def _tiny_data():
     return stream[:5000], stream[5000:]
 
 
-TINY = dict(d_model=16, d_ff=16, n_head=1, n_layer=2, dropout=0.1, lr=1.0, batch_size=4, bptt=8, log_every=10, val_windows=3,
-            eval_batch_size=2, seed=3)
+TINY = dict(d_model=16, d_ff=16, n_head=1, n_layer=2, dropout=0.1, optimizer="sgd", lr=1.0, clip=0.5, batch_size=4, bptt=8,
+            log_every=10, val_windows=3, eval_batch_size=2, seed=3)
 
 
 def test_training_lowers_the_loss(tmp_path):
@@ -148,10 +148,10 @@ def test_epoch_budget_and_whole_validation_split(tmp_path):
     tr, va = _tiny_data()
     per_epoch = num_batches(batchify(tr, TINY["batch_size"]), TINY["bptt"])  # 1,250 rows -> 156 windows of 8
     assert per_epoch == 156
-    assert run_length(LMRun(iterations=7), per_epoch) == 7
-    assert run_length(LMRun(iterations=7, epochs=2.5), per_epoch) == 390  # epochs win over iterations
+    assert run_length(7, None, per_epoch) == 7
+    assert run_length(7, 2.5, per_epoch) == 390  # epochs win over iterations
     with pytest.raises(ValueError, match="positive"):
-        run_length(LMRun(epochs=0), per_epoch)
+        run_length(7, 0, per_epoch)
     settings = {**TINY, "log_every": 39, "checkpoint_every": 1000}
     half = train_lm(LMRun(**{**settings, "epochs": 0.5, "iterations": 5}), tr, va, 40, tmp_path / "a")["log"]
     assert half["step"].max() == 78
@@ -166,7 +166,7 @@ def test_epoch_budget_and_whole_validation_split(tmp_path):
 
 def test_optimizer_reset_at_each_epoch(tmp_path):
     tr, va = _tiny_data()
-    settings = {**TINY, "optimizer": "adam", "lr": 1e-3, "epochs": 2, "log_every": 52, "checkpoint_every": 1000}
+    settings = {**TINY, "optimizer": "adam", "lr": 1e-3, "epochs": 2, "iterations": 1, "log_every": 52, "checkpoint_every": 1000}
     kept = (train_lm(LMRun(**settings), tr, va, 40, tmp_path / "kept")["log"]
             .query("metric == 'val_loss'").set_index("step")["value"])
     reset = train_lm(LMRun(**settings, reset_optimizer_each_epoch=True), tr, va, 40, tmp_path / "reset")["log"]

@@ -102,10 +102,12 @@ def train_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: in
     acts, n_sv, n_seeds = shape["activations"], shape["sigma_v"], shape["seeds"]
     runs = [Run(seed=1 + i % n_seeds, activation=acts[i // (n_sv * n_seeds) % len(acts)], sigma_v=0.1 * (1 + i // n_seeds % n_sv))
             for i in range(dim_value)]
+    # what the shape leaves out does not change a step's cost: any learning rate and initial scale, no bucketing
+    # (the instances all have the job's mean length), no truncation, no evaluation batches (no dev or test split)
     st = Settings(kind=shape["kind"], epochs=1, batch=shape["batch"], optimizer=shape["optimizer"], dropout=shape["dropout"],
                   d=shape["d"], kernel=shape["kernel"], ffn=shape["ffn"], sa_variant=shape["sa_variant"], mv_bos=shape["mv_bos"],
-                  device=device,
-                  dtype=shape["dtype"], threads=0)
+                  device=device, dtype=shape["dtype"], threads=0, lr=1e-3, sigma_e=1.0, sigma_w=1.0, sigma_h=1.0,
+                  bucket_pool=0, max_len=0, eval_batch=shape["batch"])
     gen = torch.Generator().manual_seed(0)
 
     def split(n: int) -> dict:
@@ -141,30 +143,27 @@ def lm_word_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: 
 
 def char_gpt(settings: dict, vocab: int):
     """The character GPT of ``featlearn.features.gpt`` as ``featlearn.features.lm.train_char_gpt`` trains it (AdamW,
-    clipping), a :class:`featlearn.lm.bench.Built`."""
+    clipping), a :class:`featlearn.lm.bench.Built`, from the run's shape and optimiser settings."""
     from featlearn.features.gpt import GPT, GPTConfig
-    from featlearn.features.lm import CharRun
-    from featlearn.features.lm import _optimizer as char_optimizer
+    from featlearn.features.lm import char_optimizer
     from featlearn.lm.bench import Built, next_token_loss
 
-    run = CharRun(**{k: v for k, v in settings.items() if k in CharRun.__dataclass_fields__})
-    net = GPT(GPTConfig(vocab, run.block_size, run.n_layer, run.n_head, run.n_embd, run.dropout))
+    s = settings
+    net = GPT(GPTConfig(vocab, s["block_size"], s["n_layer"], s["n_head"], s["n_embd"], s["dropout"]))
 
     def loss(tokens):
         return next_token_loss(net(tokens[:, :-1]), tokens[:, 1:])
 
-    return Built(net, char_optimizer(net, run), loss, run.grad_clip, vocab, run.batch_size, run.block_size, run.n_layer,
-                 run.n_embd, net.tok.weight)
+    return Built(net, char_optimizer(net, s["lr"], s["weight_decay"], s["beta2"]), loss, s["grad_clip"], vocab,
+                 s["batch_size"], s["block_size"], s["n_layer"], s["n_embd"], net.tok.weight)
 
 
 @functools.lru_cache(maxsize=None)
 def _char_size(settings_json: str, vocab: int):
-    from featlearn.features.lm import CharRun
     from featlearn.lm.bench import size_of
 
     s = json.loads(settings_json)
-    run = CharRun(**{k: v for k, v in s.items() if k in CharRun.__dataclass_fields__})
-    return size_of(lambda: char_gpt(s, vocab), 4 * run.n_embd, run.n_head, 2)
+    return size_of(lambda: char_gpt(s, vocab), 4 * s["n_embd"], s["n_head"], 2)
 
 
 def _char_budget(s: dict, data: dict, size):

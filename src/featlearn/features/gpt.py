@@ -24,11 +24,11 @@ import torch.nn.functional as F
 @dataclass(frozen=True)
 class GPTConfig:
     vocab: int
-    block_size: int = 256
-    n_layer: int = 6
-    n_head: int = 6
-    n_embd: int = 384
-    dropout: float = 0.2
+    block_size: int
+    n_layer: int
+    n_head: int
+    n_embd: int
+    dropout: float
 
     def __post_init__(self):
         for name in ("vocab", "block_size", "n_layer", "n_head", "n_embd"):

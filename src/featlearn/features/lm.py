@@ -121,7 +121,7 @@ def _log(tag: str, msg: str) -> None:
 
 WORD_OPTIMIZER = "sgd"  # without momentum, at a constant learning rate (module docstring)
 WORD_MODEL_KEYS = ("n_layer", "n_head", "d_model", "d_ff", "dropout", "lr", "clip", "batch_size", "bptt", "iterations",
-                   "log_every", "checkpoint_every", "val_windows", "seed")
+                   "log_every", "checkpoint_every", "val_windows", "eval_batch_size", "seed")
 
 
 def word_run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
@@ -151,26 +151,28 @@ def word_run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
 # --- Fig. 5: the character GPT on Tiny Shakespeare ---------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CharRun:
-    n_layer: int = 6
-    n_head: int = 6
-    n_embd: int = 384
-    block_size: int = 256
-    dropout: float = 0.2
-    batch_size: int = 64
-    lr: float = 1e-3
-    min_lr: float = 1e-4
-    warmup: int = 100
-    lr_decay_iters: int = 5000
-    weight_decay: float = 0.1
-    beta2: float = 0.99
-    grad_clip: float = 1.0
-    iterations: int = 2000
-    eval_every: int = 250
-    eval_batches: int = 200
-    checkpoint_every: int = 250
-    seed: int = 1
+    """One character-GPT run; every value comes from the run's settings (config ``features.lm.char``)."""
+
+    n_layer: int
+    n_head: int
+    n_embd: int
+    block_size: int
+    dropout: float
+    batch_size: int
+    lr: float
+    min_lr: float
+    warmup: int
+    lr_decay_iters: int
+    weight_decay: float
+    beta2: float
+    grad_clip: float
+    iterations: int
+    eval_every: int
+    eval_batches: int
+    checkpoint_every: int
+    seed: int
 
 
 def learning_rate(step: int, run: CharRun) -> float:
@@ -192,11 +194,12 @@ def random_windows(ids: torch.Tensor, block: int, batch: int, gen: torch.Generat
     return ids[start[:, None] + offsets], ids[start[:, None] + offsets + 1]
 
 
-def _optimizer(model, run: CharRun) -> torch.optim.Optimizer:
+def char_optimizer(model, lr: float, weight_decay: float, beta2: float) -> torch.optim.AdamW:
+    """AdamW with betas (0.9, ``beta2``), weight decay on the matrices only."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": run.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=run.lr, betas=(0.9, run.beta2))
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, beta2))
 
 
 @torch.no_grad()
@@ -225,7 +228,7 @@ def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tenso
     dev = torch.device(device)
     torch.manual_seed(run.seed)
     model = GPT(GPTConfig(vocab, run.block_size, run.n_layer, run.n_head, run.n_embd, run.dropout)).to(dev)
-    opt = _optimizer(model, run)
+    opt = char_optimizer(model, run.lr, run.weight_decay, run.beta2)
     gen = torch.Generator().manual_seed(run.seed)
     rows: list[dict] = []
 

@@ -127,28 +127,31 @@ class Run:
     sigma_v: float = 0.1
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Settings:
+    """A training job's settings; every value comes from the job's settings (config ``features.cls``), except
+    those whose default means "as given": no truncation, the job's own device, full precision."""
+
     kind: str
-    epochs: int = 30
-    batch: int = 64
-    lr: float = 1e-3
-    optimizer: str = "adagrad"  # adagrad [P], adam (App. C, Fig. 11) or sgd (plain gradient descent: the NTK flow's)
-    dropout: float = 0.2  # on the embeddings [C]
-    d: int = 64
-    sigma_e: float = 0.1
-    sigma_w: float = 0.1
-    sigma_h: float = 0.1
-    kernel: int = 3
-    ffn: int = 64
-    sa_variant: str = "paper"
-    mv_bos: bool = True  # prepend <bos> (an extra embedding row) to every MV input [D]
-    bucket_pool: int = 50  # batches per length-sorted pool; 0 or 1 = no bucketing beyond one batch
+    epochs: int
+    batch: int
+    lr: float
+    optimizer: str  # adagrad [P], adam (App. C, Fig. 11) or sgd (plain gradient descent: the NTK flow's)
+    dropout: float  # on the embeddings [C]
+    d: int
+    sigma_e: float
+    sigma_w: float
+    sigma_h: float
+    kernel: int
+    ffn: int
+    sa_variant: str
+    mv_bos: bool  # prepend <bos> (an extra embedding row) to every MV input [D]
+    bucket_pool: int  # batches per length-sorted pool; 0 or 1 = no bucketing beyond one batch
     max_len: int = 0  # truncate instances (0 = keep all tokens)
-    eval_batch: int = 256
+    eval_batch: int
     device: str = "cpu"
     dtype: str = "float32"
-    threads: int = 1  # torch CPU threads (these small ops run fastest on one thread; 0 = leave as is)
+    threads: int  # torch CPU threads (these small ops run fastest on one thread; 0 = leave as is)
 
     def __post_init__(self):
         if self.optimizer not in ("adagrad", "adam", "sgd"):

@@ -42,8 +42,10 @@ CLAIM_IDS = {
     "hblt": ("thm5_hblt",),
     "7": ("fig7_step0_gaussian_*", "fig7_top_rebound_*", "fig7_bottom_below_*"),
 }
-BPTT = 35  # tutorial recipe; the uniform causal entropy bound 2.632 is for this window
-LM_BATCH = 20  # the tutorial's batch of streams (featlearn.lm.train.LMRun.batch_size)
+# The settings of every WikiText LM run from config joma.wikitext: the model and its training (the rest of a
+# run's settings are its dataset, depth, learning rate, seed and budget).
+LM_KEYS = ("n_head", "d_model", "d_ff", "dropout", "clip", "batch_size", "bptt", "eval_batch_size", "iterations", "log_every",
+           "checkpoint_every", "val_windows")
 CHECKPOINT_SETTINGS = ("cache_dir", "window", "windows", "batch_size", "max_words", "dtype")
 
 
@@ -72,6 +74,15 @@ def lm_log(paths: Paths, dataset: str, n_layer: int, lr: float, seed: int) -> st
 # The datasets of the paper's Fig. 6 (JoMA Sec. 5: WikiText-2 on top, WikiText-103 below); Fig. 8 is on WikiText-2
 # only. A run without one lists its Fig. 6 claims on it as unchecked.
 FIG6_PAPER_DATASETS = ("wikitext2", "wikitext103")
+
+
+def wikitext_settings(wiki: dict) -> dict:
+    """The settings every JoMA WikiText run shares (config ``joma.wikitext``)."""
+    settings = {k: wiki[k] for k in LM_KEYS}
+    if wiki.get("reset_optimizer_each_epoch"):
+        settings["reset_optimizer_each_epoch"] = True
+    return settings
+
 
 def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
     from featlearn.lm import epoch_budget
@@ -146,10 +157,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
     # WikiText language models (Figs. 6, 8): one training job per (dataset, layers, lr, seed); the
     # 5-layer run at Fig. 6's learning rate serves both figures.
     wiki = cfg["wikitext"]
-    wiki_settings = ({k: wiki[k] for k in ("dropout", "iterations", "log_every", "checkpoint_every", "val_windows")}
-                     | {"bptt": BPTT})
-    if wiki.get("reset_optimizer_each_epoch"):
-        wiki_settings["reset_optimizer_each_epoch"] = True
+    wiki_settings = wikitext_settings(wiki)
     run_name = "{dataset}/L{n_layer}_lr{lr}_s{seed}"
     wikitext = job(
         "wikitext", "featlearn.joma.wikitext:run", {"log": out("wikitext", f"{run_name}.csv")},
@@ -159,7 +167,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
         # the time limit from the run's size (featlearn.pipeline.sizing): the tokens it trains on over its depth's
         # measured GPU throughput, never below the per-depth limit that holds on a CPU at default scale
         runtime=lambda wc: runtime_minutes(
-            lm_tokens({**wiki_settings, **epoch_budget(wiki, wc.dataset)}, wc.dataset, LM_BATCH, BPTT),
+            lm_tokens({**wiki_settings, **epoch_budget(wiki, wc.dataset)}, wc.dataset, wiki["batch_size"], wiki["bptt"]),
             gpu_rate("joma_lm", int(wc.n_layer), wc.dataset), floor=60 + 2 * int(wc.n_layer)),
         inputs={k: paths.prepared("{dataset}", f)
                 for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))},
@@ -187,7 +195,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
         declared.append(figure("6", "wikitext_figures",
                                {"logs": [lm_log(paths, d, L, f6["lr"], s)
                                          for d in on6 for L in f6["layers"] for s in wiki["seeds"]]},
-                               LM_PLOT, settings={"lr": f6["lr"], "bptt": BPTT},
+                               LM_PLOT, settings={"lr": f6["lr"], "bptt": wiki["bptt"]},
                                also=(Drawing("featlearn.joma.wikitext_figures:draw_6_stable_rank", "fig6_stable_rank",
                                              caption="joma_fig6_stable_rank.rst"),)))
     else:
@@ -196,7 +204,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
         declared.append(figure("8", "wikitext_figures",
                                {"logs": [lm_log(paths, d, f8["n_layer"], lr, s)
                                          for d in on8 for lr in f8["lrs"] for s in wiki["seeds"]]},
-                               LM_PLOT, settings={"n_layer": f8["n_layer"], "bptt": BPTT}))
+                               LM_PLOT, settings={"n_layer": f8["n_layer"], "bptt": wiki["bptt"]}))
     else:
         skipped["joma Fig. 8"] = f"none of the WikiText datasets {f8['datasets']} is available"
     declared += [

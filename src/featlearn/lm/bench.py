@@ -50,20 +50,20 @@ def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
 
 
 def tutorial_lm(settings: dict, vocab: int, optimizer: str) -> Built:
-    """The transformer of ``featlearn.lm`` as ``featlearn.lm.train.train_lm`` builds and trains it."""
+    """The transformer of ``featlearn.lm`` as ``featlearn.lm.train.train_lm`` builds and trains it, from the run's
+    shape and optimiser settings (``n_layer``, ``n_head``, ``d_model``, ``d_ff``, ``dropout``, ``lr``, ``ffn_lr``
+    where set, ``clip``, ``batch_size``, ``bptt``)."""
     from featlearn.lm.model import LMConfig, TransformerLM
-    from featlearn.lm.train import LMRun
-    from featlearn.lm.train import _optimizer as lm_optimizer
+    from featlearn.lm.train import make_optimizer
 
-    run = LMRun(optimizer=optimizer,
-                **{k: v for k, v in settings.items() if k in LMRun.__dataclass_fields__ and k != "optimizer"})
-    net = TransformerLM(LMConfig(vocab, run.d_model, run.d_ff, run.n_head, run.n_layer, run.dropout))
+    s = settings
+    net = TransformerLM(LMConfig(vocab, s["d_model"], s["d_ff"], s["n_head"], s["n_layer"], s["dropout"]))
 
     def loss(tokens):
         return next_token_loss(net(tokens[:, :-1])[0], tokens[:, 1:])
 
-    return Built(net, lm_optimizer(net, run), loss, run.clip, vocab, run.batch_size, run.bptt, run.n_layer, run.d_model,
-                 net.decoder.weight)
+    return Built(net, make_optimizer(net, optimizer, s["lr"], s.get("ffn_lr")), loss, s["clip"], vocab, s["batch_size"],
+                 s["bptt"], s["n_layer"], s["d_model"], net.decoder.weight)
 
 
 def non_embedding_parameters(built: Built) -> int:
@@ -203,11 +203,8 @@ def tutorial_size(settings: dict, vocab: int, optimizer: str) -> LMSize:
 
 @functools.lru_cache(maxsize=None)
 def _tutorial_size(settings_json: str, vocab: int, optimizer: str) -> LMSize:
-    from featlearn.lm.train import LMRun
-
-    settings = json.loads(settings_json)
-    run = LMRun(**{k: v for k, v in settings.items() if k in LMRun.__dataclass_fields__})
-    return size_of(lambda: tutorial_lm(settings, vocab, optimizer), run.d_ff, run.n_head, 2 if optimizer == "adam" else 0)
+    s = json.loads(settings_json)
+    return size_of(lambda: tutorial_lm(s, vocab, optimizer), s["d_ff"], s["n_head"], 2 if optimizer == "adam" else 0)
 
 
 def tutorial_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int, optimizer: str) -> dict:

@@ -18,7 +18,8 @@ FLOAT32 = 4  # bytes
 # settings that change the budget or logging, not the cost of a step (left out of the probe's shape)
 BUDGET_KEYS = ("iterations", "epochs", "steps", "log_every", "checkpoint_every", "val_windows", "eval_every",
                "val_blocks_log", "val_blocks", "n_frequent", "top_k", "map_steps", "lr", "ffn_lr", "seed", "eval_batches",
-               "warmup", "lr_decay_iters", "min_lr", "dataset", "reset_optimizer_each_epoch", "kq_mask_diag", "tokenizer")
+               "warmup", "lr_decay_iters", "min_lr", "dataset", "reset_optimizer_each_epoch", "kq_mask_diag", "tokenizer",
+               "eval_batch_size")
 
 FORMULA = ("FLOPs = (6 N + 6 L T d) B T per step [Kaplan 2020]; "
            "memory = 4 B x [P (2 + slots) + B T (L (9d + 2d_ff + 2HT) + 3V)]")
@@ -100,21 +101,21 @@ def tutorial_budget(settings: dict, data: dict, size: LMSize) -> LMBudget:
     ``featlearn.lm.train.run_length``) and its validation passes: at step 0, every ``log_every`` steps and at the
     end, ``val_windows`` windows (the whole validation split when null) of ``eval_batch_size`` streams, each
     window forward 1/3 of a training step [D]. ``data``: the train and validation tokens (None: unknown)."""
-    from featlearn.lm.train import LMRun, run_length
+    from featlearn.lm.train import run_length
 
-    run = LMRun(**{k: v for k, v in settings.items() if k in LMRun.__dataclass_fields__})
-    dataset = settings.get("dataset")
-    if run.epochs is not None and data["train"] is None:
+    s, dataset = settings, settings.get("dataset")
+    B, T, eval_batch = s["batch_size"], s["bptt"], s["eval_batch_size"]
+    if s.get("epochs") is not None and data["train"] is None:
         raise ValueError(f"epochs budget but no train size of {dataset}")
-    per_epoch = 0 if data["train"] is None else (data["train"] // run.batch_size - 1) // run.bptt
-    total = run_length(run, per_epoch)
-    if run.val_windows is None:
+    per_epoch = 0 if data["train"] is None else (data["train"] // B - 1) // T
+    total = run_length(s["iterations"], s.get("epochs"), per_epoch)
+    if s["val_windows"] is None:
         if not data["valid"]:
             raise ValueError(f"whole-split evaluation but no validation size of {dataset}")
-        windows = (data["valid"] // run.eval_batch_size - 1) // run.bptt
+        windows = (data["valid"] // eval_batch - 1) // T
     else:
-        windows = run.val_windows
-    n_ev = evaluations(total, run.log_every)
-    eval_steps = n_ev * windows * run.eval_batch_size / run.batch_size / 3
-    return LMBudget(total, eval_steps, f"{n_ev} evaluations x {windows} windows of {run.eval_batch_size} streams forward "
-                                       f"(1/3 of a step of {run.batch_size} streams each) [D]")
+        windows = s["val_windows"]
+    n_ev = evaluations(total, s["log_every"])
+    eval_steps = n_ev * windows * eval_batch / B / 3
+    return LMBudget(total, eval_steps, f"{n_ev} evaluations x {windows} windows of {eval_batch} streams forward "
+                                       f"(1/3 of a step of {B} streams each) [D]")

@@ -20,12 +20,12 @@ import torch.nn.functional as F
 @dataclass(frozen=True)
 class LMConfig:
     vocab: int
-    d_model: int = 200
-    d_ff: int = 200
-    n_head: int = 1
-    n_layer: int = 1
-    dropout: float = 0.2
-    max_len: int = 5000
+    d_model: int
+    d_ff: int
+    n_head: int
+    n_layer: int
+    dropout: float
+    max_len: int = 5000  # rows of the sinusoidal position table (longer than any window trained here)
 
 
 def sinusoidal_positions(max_len: int, d: int) -> torch.Tensor:

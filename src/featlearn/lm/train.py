@@ -29,39 +29,44 @@ from featlearn.lm.rank import stable_rank
 from featlearn.training import resumable_training
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LMRun:
-    n_layer: int = 1
-    n_head: int = 1
-    d_model: int = 200
-    d_ff: int = 200
-    dropout: float = 0.2
-    optimizer: str = "sgd"  # sgd (no momentum) or adam
-    lr: float = 5.0
+    """One training run. Every value comes from the run's settings (the config); the fields with a default are
+    those whose default means "off": no separate feed-forward learning rate, a budget in iterations, the
+    optimiser kept across epochs, the first validation window's attention maps."""
+
+    n_layer: int
+    n_head: int
+    d_model: int
+    d_ff: int
+    dropout: float
+    optimizer: str  # sgd (no momentum) or adam
+    lr: float
     ffn_lr: float | None = None  # SGD only: learning rate of the feed-forward weights (default: lr)
-    clip: float = 0.5
-    batch_size: int = 20
-    bptt: int = 35
-    iterations: int = 1500
+    clip: float
+    batch_size: int
+    bptt: int
+    iterations: int
     epochs: float | None = None  # when set, the budget is this many passes over the training stream
     reset_optimizer_each_epoch: bool = False
-    log_every: int = 100
-    checkpoint_every: int = 500
-    val_windows: int | None = 20  # None: the whole validation split
-    eval_batch_size: int = 10
+    log_every: int
+    checkpoint_every: int
+    val_windows: int | None  # None: the whole validation split
+    eval_batch_size: int
     probe_window: int = 0  # index of the fixed validation window whose attention maps are recorded
-    seed: int = 0
+    seed: int
 
 
-def _optimizer(model: TransformerLM, run: LMRun) -> torch.optim.Optimizer:
-    if run.optimizer == "adam":
-        return torch.optim.Adam(model.parameters(), lr=run.lr)
-    if run.optimizer != "sgd":
-        raise ValueError(f"unknown optimizer {run.optimizer!r}")
+def make_optimizer(model: TransformerLM, optimizer: str, lr: float, ffn_lr: float | None = None) -> torch.optim.Optimizer:
+    """Adam, or SGD without momentum with its own learning rate for the feed-forward weights (``ffn_lr``, None: ``lr``)."""
+    if optimizer == "adam":
+        return torch.optim.Adam(model.parameters(), lr=lr)
+    if optimizer != "sgd":
+        raise ValueError(f"unknown optimizer {optimizer!r}")
     ffn = {id(p) for p in model.ffn_parameters()}
-    groups = [{"params": [p for p in model.parameters() if id(p) not in ffn], "lr": run.lr}]
-    groups.append({"params": model.ffn_parameters(), "lr": run.ffn_lr if run.ffn_lr is not None else run.lr})
-    return torch.optim.SGD(groups, lr=run.lr)
+    groups = [{"params": [p for p in model.parameters() if id(p) not in ffn], "lr": lr}]
+    groups.append({"params": model.ffn_parameters(), "lr": ffn_lr if ffn_lr is not None else lr})
+    return torch.optim.SGD(groups, lr=lr)
 
 
 @torch.no_grad()
@@ -82,13 +87,13 @@ def _evaluate(model: TransformerLM, valid: torch.Tensor, run: LMRun) -> tuple[fl
     return sum(losses) / len(losses), torch.stack(ents).mean(dim=0).cpu(), probe
 
 
-def run_length(run: LMRun, per_epoch: int) -> int:
-    """Training steps of ``run``: ``iterations``, or ``epochs`` x ``per_epoch`` rounded when ``epochs`` is set."""
-    if run.epochs is None:
-        return run.iterations
-    if run.epochs <= 0:
-        raise ValueError(f"epochs must be positive, got {run.epochs}")
-    return max(1, round(run.epochs * per_epoch))
+def run_length(iterations: int, epochs: float | None, per_epoch: int) -> int:
+    """Training steps of a run: ``iterations``, or ``epochs`` x ``per_epoch`` rounded when ``epochs`` is set."""
+    if epochs is None:
+        return iterations
+    if epochs <= 0:
+        raise ValueError(f"epochs must be positive, got {epochs}")
+    return max(1, round(epochs * per_epoch))
 
 
 def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab: int, work_dir: str | os.PathLike,
@@ -98,11 +103,11 @@ def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
     dev = torch.device(device)
     torch.manual_seed(run.seed)
     model = TransformerLM(LMConfig(vocab, run.d_model, run.d_ff, run.n_head, run.n_layer, run.dropout)).to(dev)
-    opt = _optimizer(model, run)
+    opt = make_optimizer(model, run.optimizer, run.lr, run.ffn_lr)
     train = batchify(train_ids, run.batch_size).to(dev)
     valid = batchify(valid_ids, run.eval_batch_size).to(dev)
     per_epoch = num_batches(train, run.bptt)
-    total = run_length(run, per_epoch)
+    total = run_length(run.iterations, run.epochs, per_epoch)
     log_rows: list[dict] = []
     map_rows: list[pd.DataFrame] = []
 

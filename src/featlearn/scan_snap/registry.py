@@ -33,11 +33,15 @@ FIGURES = "featlearn.scan_snap.figures"
 COST = "featlearn.scan_snap.cost"  # the cost models of the estimate (python -m featlearn estimate)
 
 
+# The settings every WikiText LM run shares, from config scan_snap.wikitext: the model and its training.
+LM_KEYS = ("seed", "val_windows", "n_head", "d_model", "d_ff", "clip", "batch_size", "bptt", "eval_batch_size")
+
+
 def lm_runs(cfg: dict) -> dict[str, tuple[str, dict]]:
     """Every WikiText LM run, by name: (its dataset, its settings). Fig. 7's model variants ``fig7_<name>`` on
     ``fig7.dataset``; Fig. 10's learning rates ``fig10_<dataset>_lr<lr>`` on each of ``fig10.datasets``."""
     wiki = cfg["wikitext"]
-    common = {"seed": wiki["seed"], "val_windows": wiki["val_windows"]}
+    common = {k: wiki[k] for k in LM_KEYS}
     f7, f10 = wiki["fig7"], wiki["fig10"]
     budget7 = {k: f7[k] for k in ("iterations", "log_every", "checkpoint_every")}
     budget10 = {k: f10[k] for k in ("iterations", "log_every", "checkpoint_every")}
@@ -131,9 +135,9 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
                 code=LM_CODE,
                 threads=cfg["threads"],
                 # the time limit from the run's size and its model's measured GPU throughput (featlearn.pipeline.sizing),
-                # never below 2 hours (enough for the default scale on a CPU); batch 20 x bptt 35 [C]
+                # never below 2 hours (enough for the default scale on a CPU)
                 resources=Resources(mem_mb=6000, gpu=True, runtime=lambda wc: runtime_minutes(
-                    lm_tokens(runs[wc.variant][1], runs[wc.variant][0], 20, 35),
+                    lm_tokens(runs[wc.variant][1], runs[wc.variant][0], wiki["batch_size"], wiki["bptt"]),
                     gpu_rate("scan_snap_lm", int(runs[wc.variant][1]["n_layer"]), runs[wc.variant][0]), floor=120)),
                 wildcards={"variant": "|".join(runs)},
                 work_dir=lambda wc: out("lm", f"{wc.variant}.resume"),
