@@ -66,7 +66,9 @@ def _job_cfg(dataset: str, kind: str, probe: str, **settings) -> dict:
         "max_train": 0, "max_eval": 0, "subsample_seed": 1,
         "synthetic": {"n_per_class": 60, "n_eval_per_class": 20, "n_markers": 3, "n_fillers": 10, "min_len": 6,
                       "max_len": 8, "distance": 2, "seed": 5},
-        "settings": {"kind": kind, "epochs": 3, "lr": 0.5, "dropout": 0.0, "batch": 16, **settings},
+        "settings": {"kind": kind, "epochs": 3, "lr": 0.5, "dropout": 0.0, "batch": 16, "optimizer": "adagrad", "d": 64,
+                     "sigma_e": 0.1, "sigma_w": 0.1, "sigma_h": 0.1, "kernel": 3, "ffn": 64, "sa_variant": "paper",
+                     "mv_bos": True, "bucket_pool": 50, "eval_batch": 256, "threads": 1, **settings},
     }
 
 
