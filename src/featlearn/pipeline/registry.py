@@ -3,7 +3,7 @@
 Each paper has one registry module, ``featlearn/<paper>/registry.py``, with a function
 ``registry(cfg, paths, dataset_on) -> PaperRegistry``. Snakemake turns every :class:`Job` into a compute rule
 and every :class:`Figure` into a figure (or table, or claims-only) rule through the two base rules written
-once in ``workflow/rules/common.smk``; ``python -m featlearn compute`` and ``python -m featlearn figure`` run
+once in ``workflow/rules/base_rules.smk``; ``python -m featlearn compute`` and ``python -m featlearn figure`` run
 the functions the records name. This module is stdlib only, so that the DAG builds without importing torch.
 
 Paths in records are relative to the repository root (built with :class:`Paths`); inputs and outputs are
