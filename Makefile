@@ -33,7 +33,7 @@ figures: setup
 
 test: setup
 	snakefmt --check Snakefile workflow/rules/
-	ruff check src tests
+	ruff check src tests benchmarks
 	snakemake --lint
 	pytest $(ARGS)
 

@@ -51,7 +51,8 @@ def main() -> None:
             for key, s in per_model.items():
                 times[malloc].setdefault(key, []).append(s)
             rss[malloc].append(peak)
-            print(f"repeat {i + 1}/{args.repeats} malloc={malloc}: " + ", ".join(f"{k} {v:.3f} s/step" for k, v in per_model.items()), file=sys.stderr, flush=True)
+            times = ", ".join(f"{k} {v:.3f} s/step" for k, v in per_model.items())
+            print(f"repeat {i + 1}/{args.repeats} malloc={malloc}: " + times, file=sys.stderr, flush=True)
     print("| model/dataset | glibc default s/step | kept freed memory s/step | ratio |")
     print("|---|---|---|---|")
     for key in times["default"]:

@@ -41,7 +41,8 @@ def main(argv=None) -> None:
 
     config = E.merged_config(args.configfile, ROOT / "config")
     nodes = [n for n in E.build_dag(config, str(ROOT / "results")) if n.rule in ("templates_sweep", "templates_calibration")]
-    chosen = [n for n in nodes if any(n.benchmark.endswith(f"/sweep_{j}.tsv") or n.benchmark.endswith(f"/{j}.tsv") for j in args.jobs)]
+    chosen = [n for n in nodes
+              if any(n.benchmark.endswith(f"/sweep_{j}.tsv") or n.benchmark.endswith(f"/{j}.tsv") for j in args.jobs)]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "probes.json"

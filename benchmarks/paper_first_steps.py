@@ -74,7 +74,8 @@ def main(argv=None) -> int:
         settings = job_settings(paper, name, wildcards)
         dataset = wildcards.get("dataset", "wikitext2")
         tag = f"{name}_" + "_".join(wildcards.values())
-        inputs = {k: str(prepared / dataset / f) for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))}
+        inputs = {k: str(prepared / dataset / f)
+                  for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))}
         outputs = {"log": str(out / f"{tag}.csv"), "maps": str(out / f"{tag}_maps.csv")}
         run = {"joma": "featlearn.joma.wikitext:run", "scan_snap": "featlearn.scan_snap.wikitext:run_variant"}[paper]
         cmd = [sys.executable, "-m", "featlearn", "compute", "--run", run, "--settings", json.dumps(settings),
@@ -110,7 +111,8 @@ def whole_fig10(prepared: Path, device: str, seconds: int, out: Path, work: Path
     from featlearn.lm_bench import load_config
 
     cfg = load_config("paper")["scan_snap"]["wikitext"]["fig10"]
-    inputs = {k: str(prepared / "wikitext2" / f) for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))}
+    inputs = {k: str(prepared / "wikitext2" / f)
+              for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))}
     procs, tables = [], []
     for lr in cfg["lrs"]:
         variant = f"fig10_wikitext2_lr{lr:g}"
@@ -121,7 +123,8 @@ def whole_fig10(prepared: Path, device: str, seconds: int, out: Path, work: Path
                json.dumps(settings), "--inputs", json.dumps(inputs), "--outputs", json.dumps(outputs), "--threads", "2",
                "--device", device, f"--work-dir={work / variant}"]
         log = open(out / f"{variant}.log", "w")
-        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO / "src")}))
+        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                      env={**os.environ, "PYTHONPATH": str(REPO / "src")}))
     t0 = time.perf_counter()
     for proc in procs:
         try:

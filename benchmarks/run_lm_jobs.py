@@ -36,20 +36,24 @@ def lm_jobs(scale: str, results: Path, prepared: Path) -> list[dict]:
     jobs = []
     wiki = config["joma"]["wikitext"]
     runs = {(d, L, wiki["fig6"]["lr"], s) for d in wiki["datasets"] for L in wiki["fig6"]["layers"] for s in wiki["seeds"]}
-    runs |= {(d, wiki["fig8"]["n_layer"], lr, s) for d in wiki["fig8"]["datasets"] for lr in wiki["fig8"]["lrs"] for s in wiki["seeds"]}
+    f8 = wiki["fig8"]
+    runs |= {(d, f8["n_layer"], lr, s) for d in f8["datasets"] for lr in f8["lrs"] for s in wiki["seeds"]}
     job = next(j for j in joma_registry(config, paths, lambda d: True).jobs if j.name == "joma_wikitext")
     for d, L, lr, s in sorted(runs):
         wc = SimpleNamespace(dataset=d, n_layer=str(L), lr=f"{lr:g}", seed=str(s))
-        jobs.append({"name": f"joma {d} L{L} lr{lr:g} s{s}", "dataset": d, "run": job.run, "settings": json.loads(job.settings_json(wc)),
+        jobs.append({"name": f"joma {d} L{L} lr{lr:g} s{s}", "dataset": d, "run": job.run,
+                     "settings": json.loads(job.settings_json(wc)),
                      "outputs": {k: v.format(**vars(wc)) for k, v in job.outputs.items()}})
     ss = config["scan_snap"]
     for name, (d, settings) in lm_runs(ss).items():
         if name.startswith("fig10_"):
-            jobs.append({"name": f"scan_snap {name}", "dataset": d, "run": "featlearn.scan_snap.wikitext:run_variant", "settings": settings,
+            jobs.append({"name": f"scan_snap {name}", "dataset": d, "run": "featlearn.scan_snap.wikitext:run_variant",
+                         "settings": settings,
                          "outputs": {"log": paths.paper("scan_snap", "lm", f"{name}_log.csv"),
                                      "maps": paths.paper("scan_snap", "lm", f"{name}_maps.csv")}})
     for j in jobs:
-        j["inputs"] = {k: str(prepared / j["dataset"] / f) for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))}
+        j["inputs"] = {k: str(prepared / j["dataset"] / f)
+                       for k, f in (("train", "train.pt"), ("valid", "valid.pt"), ("vocab", "vocab.json"))}
     return [j for j in jobs if Path(j["inputs"]["train"]).is_file()]
 
 

@@ -86,7 +86,8 @@ def main(argv=None) -> None:
             print(json.dumps(row), flush=True)
             rows.append(row)
     if args.out:
-        Path(args.out).write_text(json.dumps({"cores": args.cores, "configfiles": args.configfile, "rows": rows}, indent=1) + "\n")
+        record = {"cores": args.cores, "configfiles": args.configfile, "rows": rows}
+        Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":

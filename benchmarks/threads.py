@@ -93,7 +93,8 @@ def run_together(spec: dict, threads: int, steps: int, copies: int) -> list[dict
 def measure(kind: str, results: str) -> dict:
     rule, steps = KINDS[kind]
     label, spec = representative(rule, results)
-    print(f"[threads] {kind}: {label} ({spec['kind']}, {spec['dim']}={spec['shape'][spec['dim']]}), {steps} steps", file=sys.stderr, flush=True)
+    size = f"{spec['dim']}={spec['shape'][spec['dim']]}"
+    print(f"[threads] {kind}: {label} ({spec['kind']}, {size}), {steps} steps", file=sys.stderr, flush=True)
     alone_2 = run_together(spec, 2, steps, 1)[0]
     alone_1 = run_together(spec, 1, steps, 1)[0]
     pair_1 = run_together(spec, 1, steps, 2)
