@@ -91,7 +91,7 @@ def test_relative_imports_and_imports_in_functions_count(tmp_path):
 # the papers (the LM benchmark) sits on top; the command line reaches every command through importlib.
 LAYERS = {
     "base": ("featlearn", "io", "seeding", "devices", "precision", "plotting", "training", "allocator", "hf", "data", "lm",
-             "nulls"),
+             "nulls", "cudagraphs"),
     "pipeline": ("pipeline",),
     "papers": ("features", "joma", "scan_snap", "templates"),
     "commands": ("lm_bench", "__main__"),

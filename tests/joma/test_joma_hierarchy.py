@@ -239,6 +239,61 @@ def test_vectorised_training_equals_separate_runs():
     assert not torch.equal(single[0].embed.weight, T1.build_model(20, 5, CFG, 1).embed.weight)  # it did train
 
 
+# ------------------------------------------------------------------ CUDA graphs of the vectorised step (issue 34)
+
+
+def _vectorised(device: str = "cpu", **kw) -> tuple[list, list]:
+    """Three seeds trained together for 7 steps, logged at steps 0, 3, 6: (their models, the logs)."""
+    seeds = [1, 2, 3]
+    hiers = [Hy.make_hierarchy([4, 6], 5, 2, M=20, T=8, generator=s) for s in seeds]
+    models = [T1.build_model(20, 5, CFG, s).to(device) for s in seeds]
+    logs = T1.train(models, hiers, seeds, {**CFG, "steps": 7, "log_every": 3}, vectorise=True, **kw)
+    return models, logs
+
+
+def test_the_cuda_graphs_switch_leaves_cpu_training_unchanged():
+    """On a CPU the switch does nothing: the eager vectorised step runs, bit for bit."""
+    (eager, log_a), (switched, log_b) = _vectorised(), _vectorised(cuda_graphs=True)
+    assert log_a == log_b and len(log_a[0]) == 3
+    assert all(torch.equal(p, q) for m, n in zip(eager, switched) for p, q in zip(m.parameters(), n.parameters()))
+
+
+def test_the_graph_safe_step_is_the_eager_step(monkeypatch):
+    """The step a CUDA graph holds (fused, capturable Adam; class counts drawn ahead and staged; losses written to
+    a buffer read at logged steps), run uncaptured on the CPU, trains as the eager vectorised step up to float
+    rounding. Staged two steps at a time, so that several chunks are drawn."""
+    from featlearn import cudagraphs
+
+    monkeypatch.setattr(cudagraphs, "STAGE_BYTES", 2 * 3 * 5 * 8)  # two steps of 3 seeds' class counts (float64)
+    (eager, log_a), (graph_safe, log_b) = _vectorised(), _vectorised(cuda_graphs=True, capture=False)
+    assert len(log_b[0]) == 3
+    assert torch.allclose(torch.tensor(log_a), torch.tensor(log_b), rtol=1e-5, atol=1e-6)
+    for m, n in zip(eager, graph_safe):
+        for (name, p), q in zip(m.named_parameters(), n.parameters()):
+            assert torch.allclose(p, q, rtol=1e-4, atol=1e-6), name
+    assert not torch.equal(eager[0].embed.weight, T1.build_model(20, 5, CFG, 1).embed.weight)  # it did train
+
+
+def test_the_switch_leaves_a_vectorised_cell_table_unchanged_on_a_cpu(tmp_path):
+    cfg = {"C": 20, "n_ch": 2, "n0": 10, "n1": 20, "M": 100, "T": 30, "d": 8, "d_hidden": 16, "layers": 3, "steps": 3,
+           "batch": 16, "lr": 1e-3, "wd": 1e-4, "eval_samples": 64, "log_every": 2, "vectorise": True, "seeds": [1, 2]}
+    for graphs in (False, True):
+        T1.table1_cell({**cfg, "cuda_graphs": graphs}, {}, {"cell": str(tmp_path / f"{graphs}.csv")}, CPU)
+    assert (tmp_path / "False.csv").read_bytes() == (tmp_path / "True.csv").read_bytes()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_graphs_train_as_the_eager_step_does():
+    """On a GPU: the captured and replayed vectorised step (3 eager steps, then the graph; fused Adam) trains as the
+    eager step (foreach Adam) does, up to float rounding, and logs the same steps."""
+    (eager, log_a), (graphed, log_b) = _vectorised("cuda"), _vectorised("cuda", cuda_graphs=True)
+    assert len(log_a[0]) == len(log_b[0]) == 3
+    assert torch.allclose(torch.tensor(log_a), torch.tensor(log_b), rtol=1e-5, atol=1e-6)
+    for m, n in zip(eager, graphed):
+        for (name, p), q in zip(m.named_parameters(), n.parameters()):
+            assert torch.allclose(p, q, rtol=1e-4, atol=1e-6), name
+
+
 def test_loss_floor_counts_indistinguishable_classes():
     # classes 0 and 1 expand to the same tokens {0, 1, 2, 3} through different level-0 latents
     h = Hy.Hierarchy(children=(((0, 1), (2, 3), (0, 2), (1, 3), (4, 5)), ((0, 1), (2, 3), (0, 4))), M=8, T=6)
@@ -248,7 +303,7 @@ def test_loss_floor_counts_indistinguishable_classes():
 
 def test_table1_cell_and_table(tmp_path):
     base = {"M": 100, "T": 30, "d": 16, "d_hidden": 32, "layers": 3, "steps": 3, "batch": 32, "lr": 1e-3, "wd": 0.0,
-            "eval_samples": 256, "log_every": 10, "vectorise": False, "seeds": [1, 2]}
+            "eval_samples": 256, "log_every": 10, "vectorise": False, "cuda_graphs": False, "seeds": [1, 2]}
     paths = []
     for C, nch in ((20, 2), (30, 3)):
         p = str(tmp_path / f"cell_{C}_{nch}.csv")
@@ -307,7 +362,8 @@ def test_table1_claims_on_planted_cells(tmp_path):
 
 def test_table1_cell_is_deterministic(tmp_path):
     cfg = {"C": 20, "n_ch": 2, "n0": 10, "n1": 20, "M": 100, "T": 30, "d": 8, "d_hidden": 16, "layers": 3, "steps": 2,
-           "batch": 16, "lr": 1e-3, "wd": 1e-4, "eval_samples": 64, "log_every": 10, "vectorise": False, "seeds": [3]}
+           "batch": 16, "lr": 1e-3, "wd": 1e-4, "eval_samples": 64, "log_every": 10, "vectorise": False, "cuda_graphs": False,
+           "seeds": [3]}
     T1.table1_cell(cfg, {}, {"cell": str(tmp_path / "a.csv")}, CPU)
     T1.table1_cell(cfg, {}, {"cell": str(tmp_path / "b.csv")}, CPU)
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()

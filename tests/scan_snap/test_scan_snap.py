@@ -162,6 +162,76 @@ def test_syn_small_learns_and_keeps_attention_spread():
     assert 1.0 < float(H[0]) < 2.2
 
 
+# ------------------------------------------------------------------------ CUDA graphs of the training step (issue 34)
+def _logged(hist):
+    return [*hist.composition, *hist.z_query, *hist.loss, hist.final_loss]
+
+
+def _three_runs(**kw) -> RunSet:
+    """Three runs, two of them on one seed's data."""
+    return RunSet(SEP, [1, 2, 1], [0.5, 1.0, 2.0], [1.0, 10.0, 4.0], **kw)
+
+
+@pytest.mark.parametrize("optimizer, init", [("sgd", "default"), ("adam", "zero")])
+def test_the_cuda_graphs_switch_leaves_cpu_training_unchanged(optimizer, init):
+    """On a CPU the switch does nothing: the eager step runs and every logged number is the same, bit for bit."""
+    kw = dict(optimizer=optimizer, init=init, batch=16, iterations=7, log_every=3)
+    eager, switched = (train(_three_runs(**kw, cuda_graphs=g)) for g in (False, True))
+    assert eager.steps == switched.steps == [0, 3, 6, 7]
+    assert all(torch.equal(a, b) for a, b in zip(_logged(eager), _logged(switched)))
+
+
+@pytest.mark.parametrize("optimizer, init", [("sgd", "default"), ("adam", "zero"), ("adam", "default")])
+def test_the_graph_safe_step_is_the_eager_step(optimizer, init, monkeypatch):
+    """The step a CUDA graph holds (step count and Adam's bias corrections on the device, batches drawn ahead and
+    staged, losses written to a buffer read between steps), run uncaptured on the CPU, trains as the eager step:
+    the same logged steps and values up to float rounding. Staged a few steps at a time, so that several chunks
+    are drawn."""
+    from featlearn import cudagraphs
+
+    monkeypatch.setattr(cudagraphs, "STAGE_BYTES", 3 * 2 * 16 * (SEP.M * 4 + 8))  # 3 steps of 2 seeds' batches
+    kw = dict(optimizer=optimizer, init=init, batch=16, iterations=10, log_every=4)
+    eager = train(_three_runs(**kw))
+    graph_safe = train(_three_runs(**kw, cuda_graphs=True), capture=False)
+    assert graph_safe.steps == eager.steps == [0, 4, 8, 10]
+    for a, b in zip(_logged(eager), _logged(graph_safe)):
+        assert torch.allclose(a, b, rtol=1e-12, atol=1e-14)
+    assert not torch.equal(eager.z_query[0], eager.z_query[-1])  # it did train
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("optimizer, init", [("sgd", "default"), ("adam", "zero")])
+def test_cuda_graphs_train_as_the_eager_step_does(optimizer, init):
+    """On a GPU: the captured and replayed step (3 eager steps, then the graph) trains as the eager step does, up to
+    float rounding, and logs the same steps."""
+    kw = dict(optimizer=optimizer, init=init, batch=16, iterations=12, log_every=5, device="cuda")
+    eager, graphed = (train(_three_runs(**kw, cuda_graphs=g)) for g in (False, True))
+    assert eager.steps == graphed.steps == [0, 5, 10, 12]
+    for a, b in zip(_logged(eager), _logged(graphed)):
+        assert torch.allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_the_switch_leaves_the_synthetic_tables_unchanged_on_a_cpu(tmp_path):
+    """syn_small, adam and syn_medium write the same CSV files, byte for byte, with the switch on and off on a CPU."""
+    from featlearn.pipeline.compute import Context
+    from featlearn.scan_snap import experiments
+
+    base = {"seq_len": 16, "batch": 8, "iterations": 4, "log_every": 2, "seeds": 2}
+    cfgs = {
+        "syn_small": ({**base, "eta_z": 1.0, "ratios": [1, 10]}, ("steps", "composition")),
+        "adam": ({**base, "lrs": [0.1, 1.0]}, ("steps", "composition")),
+        "syn_medium": ({**base, "num_last": [1], "num_next_per_last": 2, "eta_z": [0.5], "ratios": [2], "init": "default",
+                        "recall_thresholds": {"start": 0.02, "stop": 0.3, "num": 3}}, ("final", "recall")),
+    }
+    for name, (cfg, outputs) in cfgs.items():
+        written = []
+        for graphs in (False, True):
+            out = {k: str(tmp_path / f"{name}_{k}_{graphs}.csv") for k in outputs}
+            getattr(experiments, name)({**cfg, "cuda_graphs": graphs}, {}, out, Context(device="cpu"))
+            written.append([open(out[k], "rb").read() for k in outputs])
+        assert written[0] == written[1], name
+
+
 # ------------------------------------------------------------------------------------------ metrics
 def test_entropy_and_mass_on_hand_made_compositions():
     P = SEP.probabilities().unsqueeze(0)

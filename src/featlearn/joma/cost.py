@@ -22,6 +22,8 @@ def table1_cost(node: Node, results: str = "results") -> Cost:
     P = sum(p.numel() for p in m.parameters())
     shape = {k: s[k] for k in ("C", "M", "T", "d", "d_hidden", "layers", "batch", "vectorise")} | {"seeds": R, "n_ch": s["n_ch"],
                                                                                                    "n": [s["n0"], s["n1"]]}
+    if s.get("cuda_graphs"):  # (absent from the shape when off: earlier probes stay valid)
+        shape["cuda_graphs"] = True
     flops = 6 * parameters_outside_embeddings(m) * s["C"] * s["T"] * R
     mem = FLOAT32 * R * (4 * P + s["C"] * s["T"] * (3 * s["d"] + 2 * s["d_hidden"]) * s["layers"])
     return Cost([Part(probe("table1", shape, "seeds", node.threads, f"{__name__}:table1_probe"), int(s["steps"]), R, flops,
@@ -32,19 +34,22 @@ def table1_cost(node: Node, results: str = "results") -> Cost:
 
 
 def table1_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
-    """One Table 1 cell with ``dim_value`` seeds: ``featlearn.joma.table1.train`` for ``warmup`` then ``steps`` steps."""
+    """One Table 1 cell with ``dim_value`` seeds: ``featlearn.joma.table1.train`` for ``warmup`` then ``steps`` steps.
+    With ``cuda_graphs`` (vectorised, on a CUDA device) each of the two trainings runs 3 eager steps and captures the
+    fourth: probe many more steps than that."""
     from featlearn.joma.hierarchy import make_hierarchy
     from featlearn.joma.table1 import build_model, train
 
     seeds = list(range(1, dim_value + 1))
     cfg = {**shape, "lr": 1e-5, "wd": 0.0, "log_every": 10**9}
+    graphs = shape.get("cuda_graphs", False)
     hiers = [make_hierarchy(list(shape["n"]), shape["C"], shape["n_ch"], shape["M"], shape["T"], generator=s) for s in seeds]
     models = [build_model(shape["M"], shape["C"], cfg, s).to(device) for s in seeds]
     if warmup:
-        train(models, hiers, seeds, {**cfg, "steps": warmup}, vectorise=shape["vectorise"])
+        train(models, hiers, seeds, {**cfg, "steps": warmup}, vectorise=shape["vectorise"], cuda_graphs=graphs)
     sync(device)
     t0 = time.perf_counter()
-    train(models, hiers, seeds, {**cfg, "steps": steps}, vectorise=shape["vectorise"])
+    train(models, hiers, seeds, {**cfg, "steps": steps}, vectorise=shape["vectorise"], cuda_graphs=graphs)
     sync(device)
     return {"seconds_per_step": (time.perf_counter() - t0) / steps}
 

@@ -24,6 +24,13 @@ Training: Adam, constant learning rate, optional weight decay, fresh class label
 seeds of one grid cell train either in a loop or together (vectorise): their parameters stacked and
 one vmap'ed forward and backward pass (torch.func.functional_call) serving all, the same computation
 as separate runs because Adam is element-wise.
+CUDA graphs (config ``joma.table1.cuda_graphs``; only on a CUDA device, for the vectorised trainer): the training
+step (the vmap'ed forward over the batch's class counts, the backward and a fused, capturable Adam) is
+:func:`_graph_step`, captured once and replayed (``featlearn.cudagraphs``); the class counts are drawn ahead by
+the same generators in the same order and moved to the device many steps at a time, and logged steps read the
+losses between replays, at the same steps as the eager loop. The graph-safe step computes what the eager step
+computes up to float rounding (fused Adam against the default one; tested on the CPU, where it runs uncaptured).
+On a CPU, or with ``vectorise: false``, the switch does nothing: the eager step runs and tables are unchanged.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
+from featlearn.cudagraphs import GraphedSteps, StagedBatches, captured
 from featlearn.io import write_csv
 from featlearn.joma.hierarchy import Hierarchy, cooccurrence, hblt_pair, hblt_rho0, make_hierarchy, sample_hblt, theorem5
 from featlearn.seeding import derived_seed
@@ -168,10 +176,12 @@ def _weighted_ce(logits: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
 
 
 def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg: dict, vectorise: bool = False,
-          progress: bool = False) -> list[list[float]]:
+          progress: bool = False, cuda_graphs: bool = False, capture: bool = True) -> list[list[float]]:
     """Train models[i] on hiers[i] in place (Adam, cfg: steps, batch, lr, wd, log_every); returns each
     run's batch losses at the logged steps. Runs share one vmap'ed pass when ``vectorise`` (on a 2-core
-    CPU a plain loop over the runs measured faster: vmap turns the linear layers into slower bmm)."""
+    CPU a plain loop over the runs measured faster: vmap turns the linear layers into slower bmm).
+    With ``cuda_graphs`` the vectorised step is captured as a CUDA graph and replayed on a CUDA device; with
+    ``capture=False`` the same graph-safe step runs uncaptured on any device (the CPU test of that step)."""
     if not (len(models) == len(hiers) == len(seeds)):
         raise ValueError("models, hiers and seeds need one entry each per run")
     C = hiers[0].n_classes
@@ -184,8 +194,11 @@ def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg
     logs: list[list[float]] = [[] for _ in models]
     start = time.perf_counter()
 
+    def host_counts() -> torch.Tensor:
+        return torch.stack([_class_counts(C, cfg["batch"], g) for g in gens])  # [R, C]
+
     def counts() -> torch.Tensor:
-        return torch.stack([_class_counts(C, cfg["batch"], g) for g in gens]).to(device)  # [R, C]
+        return host_counts().to(device)
 
     def log(step: int, losses: torch.Tensor) -> None:
         if step % log_every == 0 or step == steps - 1:
@@ -204,13 +217,26 @@ def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg
             return _weighted_ce(logits, n)
 
         batched = vmap(run_loss)
-        opt = torch.optim.Adam(params.values(), lr=cfg["lr"], weight_decay=cfg["wd"])
-        for step in range(steps):
-            losses = batched(params, buffers, seqs, counts())
-            opt.zero_grad(set_to_none=True)
-            losses.sum().backward()  # runs do not share parameters: each gets its own gradient
-            opt.step()
-            log(step, losses.detach())
+        if cuda_graphs and (not capture or device.type == "cuda"):
+            opt = graph_optimizer(params, cfg)
+            staged = StagedBatches(lambda: (host_counts(),), steps, device)
+            loss_out = torch.zeros(len(models), dtype=next(iter(params.values())).dtype, device=device)
+
+            def step_fn(n):
+                _graph_step(batched, params, buffers, seqs, n, opt, loss_out)
+
+            graph_step = GraphedSteps(step_fn) if captured(capture, device) else step_fn
+            for step in range(steps):
+                graph_step(*staged[step])
+                log(step, loss_out)  # reads the losses at logged steps only, between replays
+        else:
+            opt = torch.optim.Adam(params.values(), lr=cfg["lr"], weight_decay=cfg["wd"])
+            for step in range(steps):
+                losses = batched(params, buffers, seqs, counts())
+                opt.zero_grad(set_to_none=True)
+                losses.sum().backward()  # runs do not share parameters: each gets its own gradient
+                opt.step()
+                log(step, losses.detach())
         with torch.no_grad():
             for i, m in enumerate(models):
                 for name, p in m.named_parameters():
@@ -231,6 +257,23 @@ def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg
     return logs
 
 
+def graph_optimizer(params: dict[str, torch.Tensor], cfg: dict) -> torch.optim.Adam:
+    """The graph-safe step's Adam: the same update (lr, L2 weight decay, default betas and eps), fused into one
+    kernel per step and capturable (its step count and bias corrections stay on the device)."""
+    return torch.optim.Adam(params.values(), lr=cfg["lr"], weight_decay=cfg["wd"], fused=True, capturable=True)
+
+
+def _graph_step(batched, params, buffers, seqs, counts, opt, loss_out) -> None:
+    """One vectorised training step that a CUDA graph can hold (no host sync, no Python number that changes
+    between steps): the runs' losses on the batch's class ``counts`` [R, C], their gradients, the optimiser's
+    step (:func:`graph_optimizer`); the losses go to ``loss_out``. The eager vectorised step's computation."""
+    losses = batched(params, buffers, seqs, counts)
+    opt.zero_grad(set_to_none=True)
+    losses.sum().backward()
+    opt.step()
+    loss_out.copy_(losses.detach())
+
+
 # ----------------------------------------------------------------------------- compute API
 
 
@@ -239,7 +282,7 @@ def table1_cell(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     and the untrained network (same init, same evaluation samples).
 
     cfg: C, n_ch, n0, n1, seeds, M, T, d, d_hidden, layers, steps, batch, lr, wd, eval_samples,
-         log_every, vectorise; the device is the job's (``ctx.device``).
+         log_every, vectorise, cuda_graphs; the device is the job's (``ctx.device``).
     Output ``cell``, columns: C, n_ch, n0, n1, seed, trained, level, ncorr, n_latents (latents counted), final_loss
     (population loss of that network), loss_floor, duplicate_classes, d, d_hidden, steps, lr, wd.
     The same cfg gives the same table on the CPU (the run time goes to stderr and the benchmark).
@@ -253,10 +296,13 @@ def table1_cell(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     cell = {k: cfg[k] for k in ("C", "n_ch", "n0", "n1")}
     print(f"joma table1 cell {cell}: {len(seeds)} seeds, d={cfg['d']}, {cfg['steps']} steps on {device}",
           file=sys.stderr, flush=True)
+    if captured(cfg["cuda_graphs"], device) and not (cfg["vectorise"] and len(seeds) > 1):
+        print("  cuda_graphs: only the vectorised trainer (vectorise: true, 2 or more seeds) captures its step; "
+              "this cell trains eagerly", file=sys.stderr, flush=True)
 
     before = [(level_ncorrs(m, h, e), population_loss(m, h)) for m, h, e in zip(models, hiers, evals)]
     start = time.perf_counter()
-    train(models, hiers, seeds, cfg, vectorise=cfg["vectorise"], progress=True)
+    train(models, hiers, seeds, cfg, vectorise=cfg["vectorise"], progress=True, cuda_graphs=cfg["cuda_graphs"])
     print(f"  trained in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
     after = [(level_ncorrs(m, h, e), population_loss(m, h)) for m, h, e in zip(models, hiers, evals)]
 

@@ -29,12 +29,18 @@ def runsets_cost(node: Node, runsets: list[tuple[dict, int]]) -> Cost:
                 "FLOPs = 6 B M^2 R per step; memory = 8 B x R (2 M^2 (2 + slots) + 3 B M) [D]", "")
 
 
+def _graphs(settings: dict) -> dict:
+    """The probe shape's CUDA graphs switch: present only when on, so that the eager probes stay valid."""
+    return {"cuda_graphs": True} if settings.get("cuda_graphs") else {}
+
+
 def syn_small_cost(node: Node, results: str = "results") -> Cost:
     """scan_snap_syn_small: both query layouts (``featlearn.scan_snap.experiments.syn_small``), ratios x seeds
     runs each, SGD from zero."""
     s = node.settings
     return runsets_cost(node, [({"num_last": nl, "per_last": pl, "seq_len": s["seq_len"], "runs": len(s["ratios"]) * s["seeds"],
-                                 "optimizer": "sgd", "init": "zero", "batch": s["batch"], "log_every": s["log_every"]},
+                                 "optimizer": "sgd", "init": "zero", "batch": s["batch"], "log_every": s["log_every"],
+                                 **_graphs(s)},
                                 s["iterations"]) for nl, pl in LAYOUTS.values()])
 
 
@@ -43,7 +49,8 @@ def adam_cost(node: Node, results: str = "results") -> Cost:
     s = node.settings
     nl, pl = LAYOUTS["separate"]
     return runsets_cost(node, [({"num_last": nl, "per_last": pl, "seq_len": s["seq_len"], "runs": len(s["lrs"]) * s["seeds"],
-                                 "optimizer": "adam", "init": "zero", "batch": s["batch"], "log_every": s["log_every"]},
+                                 "optimizer": "adam", "init": "zero", "batch": s["batch"], "log_every": s["log_every"],
+                                 **_graphs(s)},
                                 s["iterations"])])
 
 
@@ -52,14 +59,16 @@ def syn_medium_cost(node: Node, results: str = "results") -> Cost:
     s = node.settings
     R = len(s["eta_z"]) * len(s["ratios"]) * s["seeds"]
     return runsets_cost(node, [({"num_last": nl, "per_last": s["num_next_per_last"], "seq_len": s["seq_len"], "runs": R,
-                                 "optimizer": "sgd", "init": s["init"], "batch": s["batch"], "log_every": s["iterations"]},
+                                 "optimizer": "sgd", "init": s["init"], "batch": s["batch"], "log_every": s["iterations"],
+                                 **_graphs(s)},
                                 s["iterations"]) for nl in s["num_last"]])
 
 
 def runset_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
     """One RunSet of ``dim_value`` runs: ``featlearn.scan_snap.train.train`` for ``w = max(1, warmup)`` and then for
     ``w + steps`` iterations; the difference over ``steps`` leaves out the set-up and the final forward pass
-    and keeps the job's logging every ``log_every`` iterations."""
+    and keeps the job's logging every ``log_every`` iterations. With ``cuda_graphs`` the step is captured after 3
+    eager ones (on a CUDA device): probe more than 3 steps beyond the warm-up."""
     from featlearn.scan_snap.data import SequenceClasses
     from featlearn.scan_snap.train import RunSet, train
 
@@ -68,7 +77,8 @@ def runset_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: i
 
     def seconds(iterations: int) -> float:
         runs = RunSet(spec, [1 + i for i in range(R)], [1.0] * R, [2.0] * R, optimizer=shape["optimizer"], init=shape["init"],
-                      batch=shape["batch"], iterations=iterations, log_every=shape["log_every"], device=device)
+                      batch=shape["batch"], iterations=iterations, log_every=shape["log_every"], device=device,
+                      cuda_graphs=shape.get("cuda_graphs", False))
         sync(device)
         t0 = time.perf_counter()
         train(runs)

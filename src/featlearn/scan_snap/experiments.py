@@ -76,6 +76,7 @@ def syn_small(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
                 iterations=cfg["iterations"],
                 log_every=cfg["log_every"],
                 device=ctx.device,
+                cuda_graphs=cfg["cuda_graphs"],
             )
         )
         print(f"[scan_snap] syn_small {layout}: {len(grid)} runs in {hist.seconds:.1f}s", file=sys.stderr)
@@ -93,7 +94,7 @@ def adam(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     lrs = [lr for lr, _ in grid]
     hist = train(
         RunSet(spec, seeds=list(runs["seed"]), eta_z=lrs, eta_y=lrs, optimizer="adam", init="zero", batch=cfg["batch"],
-               iterations=cfg["iterations"], log_every=cfg["log_every"], device=ctx.device)
+               iterations=cfg["iterations"], log_every=cfg["log_every"], device=ctx.device, cuda_graphs=cfg["cuda_graphs"])
     )
     print(f"[scan_snap] adam: {len(grid)} runs in {hist.seconds:.1f}s", file=sys.stderr)
     write_csv(_step_table(hist, spec, runs), outputs["steps"])
@@ -131,6 +132,7 @@ def syn_medium(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
                 iterations=cfg["iterations"],
                 log_every=cfg["iterations"],
                 device=ctx.device,
+                cuda_graphs=cfg["cuda_graphs"],
             ),
             progress=True,
         )

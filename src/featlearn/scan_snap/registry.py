@@ -75,13 +75,15 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
     cfg = config[PAPER]
     out = lambda *parts: paths.paper(PAPER, *parts)  # noqa: E731
 
-    def synthetic(name, experiment, outputs, stem, *, gpu=False, mem_mb=2000, runtime=20, threads=None, cost=None):
+    def synthetic(name, experiment, outputs, stem, *, gpu=False, mem_mb=2000, runtime=20, threads=None, cost=None,
+                  trains=True):
         return Job(
             name=f"scan_snap_{name}",
             paper=PAPER,
             run=f"{EXPERIMENTS}:{experiment}",
             outputs={k: out(v) for k, v in outputs.items()},
-            settings=cfg[stem],
+            # a training job's settings carry the paper's CUDA graphs switch (scan_snap.cuda_graphs)
+            settings={**cfg[stem], "cuda_graphs": cfg["cuda_graphs"]} if trains else cfg[stem],
             stem=stem,
             code=SYNTHETIC_CODE,
             threads=cfg["threads"] if threads is None else threads,
@@ -96,10 +98,11 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
     # The 640-run sweep: one process, one vectorised training per query count.
     syn_medium = synthetic("syn_medium", "syn_medium", {"final": "syn_medium_final.csv", "recall": "syn_medium_recall.csv"},
                            "syn_medium", gpu=True, mem_mb=4000, runtime=60, cost="syn_medium_cost")
-    generator = synthetic("generator", "generator_check", {"freq": "generator_freq.csv"}, "generator", runtime=10, threads=1)
+    generator = synthetic("generator", "generator_check", {"freq": "generator_freq.csv"}, "generator", runtime=10, threads=1,
+                          trains=False)
     theory = synthetic("theory", "theory_tables",
                        {"snapping": "theory_snapping.csv", "decoder": "theory_decoder.csv", "t0": "theory_t0.csv"},
-                       "theory", runtime=10, threads=1)
+                       "theory", runtime=10, threads=1, trains=False)
     jobs = [generator, syn_small, adam, syn_medium, theory]
 
     def figure(fig_id, inputs, **kw):

@@ -24,10 +24,11 @@ and vocabulary), and each row of the runs table names its run's templates.
 
 CUDA graphs (``Group.cuda_graphs``, config ``templates.sweeps.cuda_graphs``; only on a CUDA device): the training
 step (the minibatch gather, the runs' losses, their gradients and Adam) is captured once per minibatch width as
-a CUDA graph and replayed, so its kernels launch as one graph instead of one by one from Python (small groups
-are launch-bound). The captured step is :func:`_graph_step`, which keeps its step count and Adam's bias
-corrections on the device; it computes what the eager step computes up to float rounding (tested on the CPU,
-where it runs uncaptured). On a CPU the switch does nothing: the eager step runs and tables are unchanged.
+a CUDA graph and replayed (``featlearn.cudagraphs.GraphedSteps``), so its kernels launch as one graph instead of
+one by one from Python (small groups are launch-bound). The captured step is :func:`_graph_step`, which keeps its
+step count and Adam's bias corrections on the device; it computes what the eager step computes up to float
+rounding (tested on the CPU, where it runs uncaptured). On a CPU the switch does nothing: the eager step runs and
+tables are unchanged.
 
 Determinism: run seed s gives data ``make_datasets(task, n, data_seed(s))``, init under
 ``torch.manual_seed(init_seed(s))`` and, when an epoch has several minibatches, per-run permutations
@@ -50,6 +51,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, vmap
 
+from featlearn.cudagraphs import GraphedSteps, captured
 from featlearn.io import write_csv
 from featlearn.templates.models import build_model
 from featlearn.templates.tasks import TaskData, TemplateTask, make_datasets, make_task
@@ -298,11 +300,11 @@ def train_group(group: Group) -> GroupResult:
     sel = _Selector(R)
     step = 0
     graphed = None
-    if group.cuda_graphs and dev.type == "cuda":
+    if captured(group.cuda_graphs, dev):
         t_dev = torch.zeros((), dtype=torch.float64, device=dev)  # the graphed steps' count, on the device
         train_buf = torch.zeros(R, dtype=group.dtype, device=dev)  # their train-loss accumulator
-        graphed = _GraphedSteps(lambda idx: _graph_step(batched_loss, params, trained, state, masks, lr, t_dev, X, Y, idx, k,
-                                                        n, train_buf))
+        graphed = GraphedSteps(lambda idx: _graph_step(batched_loss, params, trained, state, masks, lr, t_dev, X, Y, idx, k,
+                                                       n, train_buf))
     start = time.perf_counter()
     for epoch in range(1, group.epochs + 1):
         if nb > 1:
@@ -427,44 +429,6 @@ def _graph_step(batched_loss, params, trained, state, masks, lr, t, X, Y, idx, k
         sqrt_bc2 = torch.sqrt(1 - torch.pow(torch.full_like(t, b2), t))
         _adam_update(params, trained, grads, state, masks, lr, bc1.to(lr.dtype), sqrt_bc2.to(lr.dtype))
         train_loss.add_(losses.detach() * (xb.shape[1] / n))
-
-
-class _GraphedSteps:
-    """``step(idx)`` captured as one CUDA graph per minibatch width and replayed. The first ``WARMUP`` calls of a
-    width run eagerly on a side stream (real steps: CUDA graphs need warmed-up autograd and allocator state),
-    the next one captures the graph and replays it; later calls copy their minibatch indices into the graph's
-    own index tensor and replay."""
-
-    WARMUP = 3
-
-    def __init__(self, step):
-        self.step = step
-        self.seen: dict = {}
-        self.graphs: dict = {}
-
-    def __call__(self, idx) -> None:
-        key = None if idx is None else tuple(idx.shape)
-        if key in self.graphs:
-            graph, static = self.graphs[key]
-            if static is not None:
-                static.copy_(idx)
-            graph.replay()
-            return
-        count = self.seen.get(key, 0)
-        if count < self.WARMUP:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                self.step(idx)
-            torch.cuda.current_stream().wait_stream(side)
-            self.seen[key] = count + 1
-            return
-        static = None if idx is None else idx.clone()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            self.step(static)
-        self.graphs[key] = (graph, static)
-        graph.replay()
 
 
 def train_reference(group: Group, run: RunSpec) -> GroupResult:

@@ -1,0 +1,107 @@
+"""CUDA graphs of fixed-shape training steps (issue 34): capture a step once, replay it for every later step.
+
+The vectorised trainers of small models (the templates sweep engine, Scan and Snap's synthetic runs, JoMA
+Table 1) run a few dozen small kernels per step; on a GPU such a step is bound by kernel launches and Python,
+not by arithmetic. A trainer that has a switch for it (``templates.sweeps.cuda_graphs``, ``scan_snap.cuda_graphs``,
+``joma.table1.cuda_graphs``) runs a graph-safe version of its step through :class:`GraphedSteps`: no host sync and
+no Python number that changes between steps (step counts and Adam's bias corrections are device tensors), its
+inputs copied into the graph's own tensors before each replay. Values the loop reads (losses to log, the
+parameters at logged steps) are read between replays, never inside the captured region.
+
+Inputs sampled on the host by seeded generators (Scan and Snap's batches, JoMA's class counts) are drawn
+ahead, many steps at a time and in the order the eager loop draws them, and moved to the device in one copy
+(:class:`StagedBatches`), so the loop does not wait for a host-to-device copy each step.
+
+Nothing here runs on a CPU: there the trainers keep their eager step and their tables are unchanged. The
+graph-safe steps are tested on the CPU run uncaptured (they compute what the eager steps compute up to float
+rounding); capture and replay are tested only where a CUDA device is present (docs/gpu.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+# Bytes of staged host-sampled inputs moved to the device at a time (:class:`StagedBatches`).
+STAGE_BYTES = 128 * 2**20
+
+
+def captured(switch: bool, device: torch.device | str) -> bool:
+    """Whether a trainer captures its step: its switch is on and it trains on a CUDA device."""
+    return bool(switch) and torch.device(device).type == "cuda"
+
+
+class GraphedSteps:
+    """``step(*inputs)`` captured as one CUDA graph per shape of its inputs and replayed. An input is a tensor or
+    None (always None at that position for one graph). The first ``WARMUP`` calls of a shape run eagerly on a
+    side stream (real steps: CUDA graphs need warmed-up autograd and allocator state), the next one captures
+    the graph and replays it; later calls copy their inputs into the graph's own input tensors and replay."""
+
+    WARMUP = 3
+
+    def __init__(self, step: Callable[..., None]):
+        self.step = step
+        self.seen: dict = {}
+        self.graphs: dict = {}
+
+    def __call__(self, *inputs: torch.Tensor | None) -> None:
+        key = tuple(None if x is None else (tuple(x.shape), x.dtype) for x in inputs)
+        if key in self.graphs:
+            graph, static = self.graphs[key]
+            for buffer, x in zip(static, inputs):
+                if buffer is not None:
+                    buffer.copy_(x)
+            graph.replay()
+            return
+        count = self.seen.get(key, 0)
+        if count < self.WARMUP:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                self.step(*inputs)
+            torch.cuda.current_stream().wait_stream(side)
+            self.seen[key] = count + 1
+            return
+        static = tuple(None if x is None else x.clone() for x in inputs)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self.step(*static)
+        self.graphs[key] = (graph, static)
+        graph.replay()
+
+
+class StagedBatches:
+    """The host-sampled inputs of ``steps`` consecutive training steps, on ``device``. ``sample()`` returns one
+    step's inputs (a tuple of CPU tensors of fixed shapes) and is called once per step, in step order, so seeded
+    generators draw exactly what they draw when the loop samples step by step. Steps are drawn ahead, as many as
+    fit in ``max_bytes`` (``STAGE_BYTES`` when None), stacked and moved in one copy (pinned memory, asynchronous on
+    CUDA); ``staged[step]`` is that step's inputs on the device, for steps asked for in increasing order."""
+
+    def __init__(self, sample: Callable[[], tuple[torch.Tensor, ...]], steps: int, device: torch.device | str,
+                 max_bytes: int | None = None):
+        self.sample, self.steps, self.device = sample, steps, torch.device(device)
+        self.max_bytes = STAGE_BYTES if max_bytes is None else max_bytes
+        self.start, self.chunk, self.drawn = 0, (), 0
+
+    def __getitem__(self, step: int) -> tuple[torch.Tensor, ...]:
+        if not self.chunk or step >= self.start + self.chunk[0].shape[0]:
+            if step != self.drawn:
+                raise IndexError(f"staged steps are read in order: step {step} asked for, {self.drawn} is next")
+            self._stage()
+        if step < self.start:
+            raise IndexError(f"step {step} is no longer staged (steps from {self.start})")
+        return tuple(x[step - self.start] for x in self.chunk)
+
+    def _stage(self) -> None:
+        first = self.sample()
+        per_step = sum(x.numel() * x.element_size() for x in first)
+        n = max(1, min(self.steps - self.drawn, self.max_bytes // max(1, per_step)))
+        rows = [first] + [self.sample() for _ in range(n - 1)]
+        self.chunk = tuple(self._to_device(torch.stack(column)) for column in zip(*rows))
+        self.start, self.drawn = self.drawn, self.drawn + n
+
+    def _to_device(self, x: torch.Tensor) -> torch.Tensor:
+        if self.device.type == "cuda":
+            return x.pin_memory().to(self.device, non_blocking=True)
+        return x.to(self.device)
