@@ -315,6 +315,10 @@ def test_claims_on_few_seeds_carry_their_registry_reason(tmp_path):
                           few_seeds={"fig6_*": "one seed: the LMs are the longest jobs at this scale", "fig3_*": "never"})
     by = {c.claim_id: c for c in merged}
     assert by["fig6_drop_wikitext2"].seeds_reason.startswith("one seed: the LMs")
+    # the most specific pattern wins, whatever the order (the workflow passes them sorted, "*" first)
+    again = merge_claims([tmp_path / "a.csv"], tmp_path / "m2.csv", paper="joma",
+                         few_seeds={"*": "generic", "fig6_*": "specific", "fig6_drop_*": "most specific"})
+    assert {c.claim_id: c for c in again}["fig6_drop_wikitext2"].seeds_reason == "most specific"
     assert by["fig3_grow"].seeds_reason == "" and by["fig6_step0"].seeds_reason == ""  # 3 seeds; a sanity check
     assert read_claims(tmp_path / "m.csv") == merged
     text = render_markdown(merged)

@@ -33,6 +33,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, fields
 import numbers
+import re
 from typing import Iterable, Mapping, Sequence
 
 from featlearn import PAPERS
@@ -384,12 +385,16 @@ def merge_claims(parts: Iterable[str | os.PathLike], out: str | os.PathLike, pap
 
 
 def with_seeds_reason(claim: Claim, few_seeds: Mapping[str, str]) -> Claim:
-    """``claim`` with the reason its registry gives for resting on fewer than :data:`MIN_SEEDS` seeds (the first
-    matching pattern of ``few_seeds``), when it is a measured empirical claim on fewer and has none yet."""
+    """``claim`` with the reason its registry gives for resting on fewer than :data:`MIN_SEEDS` seeds (the most specific
+    matching pattern of ``few_seeds``: the longest before its first wildcard, so ``12_*`` wins over ``*`` whatever the
+    order), when it is a measured empirical claim on fewer and has none yet."""
     from dataclasses import replace
     from fnmatch import fnmatchcase
 
     if claim.kind != "paper" or claim.verdict == UNCHECKED or claim.seeds >= MIN_SEEDS or claim.seeds_reason:
         return claim
-    why = next((why for pattern, why in few_seeds.items() if fnmatchcase(claim.claim_id, pattern)), "")
-    return replace(claim, seeds_reason=why) if why else claim
+    matching = [p for p in few_seeds if fnmatchcase(claim.claim_id, p)]
+    if not matching:
+        return claim
+    best = max(matching, key=lambda p: (len(re.split(r"[*?\[]", p, maxsplit=1)[0]), len(p)))
+    return replace(claim, seeds_reason=few_seeds[best])
