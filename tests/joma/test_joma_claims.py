@@ -179,6 +179,8 @@ def test_table1_claims_on_planted_cells(tmp_path):
     # the untrained network of each seed is one draw: 2 seeds, none reaching 0.94 in the good cells; the planted
     # untrained networks are already ordered (0.3 < 0.5), so both draws pass the order claim
     by = {c.claim_id: c for c in good}
+    # read at its extreme cell, each claim carries that cell's seed spread (0 here: both seeds planted alike)
+    assert all(by[cid].spread == 0 for cid in ("table1_s0", "table1_s1_lower", "table1_gap_s0", "table1_gap_s1"))
     assert by["table1_s0"].baseline_draws == 2 and by["table1_s0"].baseline_pass_rate == 0
     assert by["table1_s1_lower"].baseline_pass_rate == 1.0 and by["table1_s1_lower"].verdict == "not discriminating"
     # untrained networks not ordered (s1 above s0): the order discriminates; one seed ordered: half the draws pass
