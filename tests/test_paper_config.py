@@ -178,6 +178,7 @@ EXPECTED: dict[str, list[tuple]] = {
         ("Fig4", "scan_snap.syn_small.batch", 128, "[C] batch 128"),
         ("Fig4", "scan_snap.syn_small.seq_len", 128, "[C] T = 128"),
         ("Fig4", "scan_snap.syn_small.seeds", 5, "[D] ref claims: >= 5 seeds"),
+        ("Fig4", "scan_snap.syn_small.momentum", 0.9, "[C] SGD with momentum 0.9 (ref)"),
         # Fig. 5: Syn-Small, Adam [D]
         ("Fig5", "scan_snap.adam.iterations", 100, "[D] ref Fig. 5: 100 iters"),
         ("Fig5", "scan_snap.adam.seeds", 5, "[D] config.yaml: the 5 seeds of the SGD figure (Fig. 4)"),
@@ -186,6 +187,7 @@ EXPECTED: dict[str, list[tuple]] = {
         ("Figs6,11,12", "scan_snap.syn_medium.seeds", 10, "[P App. G] mean value over 10 seeds"),
         ("Figs6,11,12", "scan_snap.syn_medium.batch", 128, "[C] batch 128"),
         ("Figs6,11,12", "scan_snap.syn_medium.seq_len", 128, "[C] T = 128"),
+        ("Figs6,11,12", "scan_snap.syn_medium.momentum", 0.9, "[C] SGD momentum 0.9 (ref Fig. 6)"),
         ("Figs6,11,12", "scan_snap.syn_medium.num_last", [1, 3, 5, 10], "[C] num_last (ref Fig. 6)"),
         # Fig. 7: WikiText-2, PyTorch-tutorial LM [ref Fig. 7]
         ("Fig7", "scan_snap.wikitext.fig7.dataset", "wikitext2", "[P Sec. 8 Real-world Dataset][ref Fig. 7] WikiText-2"),
@@ -284,6 +286,9 @@ EXPECTED: dict[str, list[tuple]] = {
                 )),
             )
         ],
+        # every sweep run's held-out sets [P App. A, B][C]: validation and test sets of 100 samples each
+        ("sweeps", "templates.sweeps.n_val", 100, "[P App. A, B] 100 validation samples"),
+        ("sweeps", "templates.sweeps.n_test", 100, "[P App. A, B] 100 test samples"),
         # the calibration of the identity multipliers [D]: trained as every sweep (5 seeds, 1000 epochs, the paper's
         # transformer), so its choice holds for the paper-scale figures
         ("calibration", "templates.sweeps.calibration.seeds", 5, "[D] config.yaml: as every sweep [P App. A, B]"),

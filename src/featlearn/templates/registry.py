@@ -238,7 +238,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
             "task": {"name": "aba_abb"},
             "arch": "transformer",
             "model": sweeps["transformer"],
-            "batch": sweeps["batch"],
+            **{k: sweeps[k] for k in ("batch", "eval_every", "n_val", "n_test")},
             **{k: v for k, v in bench_cfg.items() if k != "threads"},
         },
         stem="bench",
