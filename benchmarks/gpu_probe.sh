@@ -91,7 +91,8 @@ from featlearn.lm_bench import load_config
 # as src/featlearn/templates/registry.py composes the `templates_bench` job's settings
 templates = load_config(os.environ["SCALE"])["templates"]
 sweeps, bench = templates["sweeps"], templates["bench"]
-settings = {"task": {"name": "aba_abb"}, "arch": "transformer", "model": sweeps["transformer"], "batch": sweeps["batch"],
+settings = {"task": {"name": "aba_abb"}, "arch": "transformer", "model": sweeps["transformer"],
+            **{k: sweeps[k] for k in ("batch", "eval_every", "n_val", "n_test")},
             **{k: v for k, v in bench.items() if k != "threads"}, "device": os.environ["DEVICE"]}
 settings["n"] = [bench["n"][0]] if os.environ["QUICK"] == "1" else [int(os.environ["TEMPLATES_N"])]
 print(json.dumps(settings))

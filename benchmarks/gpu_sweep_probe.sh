@@ -6,7 +6,8 @@ set -uo pipefail
 export PYTHONPATH=src PYTHONUNBUFFERED=1
 OUT_DIR="${OUT:-/tmp/gpu_probe}"
 mkdir -p "$OUT_DIR"
-T='"arch": "transformer", "batch": 1024, "sequential_runs": 1, "device": "cuda"'
+# the sweeps' protocol (config templates.sweeps): batch 1024, evaluation every epoch on 100 validation and 100 test samples
+T='"arch": "transformer", "batch": 1024, "eval_every": 1, "n_val": 100, "n_test": 100, "sequential_runs": 1, "device": "cuda"'
 PAPER='"d_emb": 128, "depth": 2, "heads": 16, "d_head": 64, "d_mlp": 256'
 # name | settings: Fig. 22/8-type T5 group at n = 8192 (2 variants x 5 seeds x lrs: 64 runs), Fig. 3c's model at
 # n = 16384 (2 variants x 5 seeds), Fig. 5's largest copy model (d_emb 4096) at n = 2048

@@ -11,6 +11,7 @@ import torch
 from featlearn.features import extract, theory
 from featlearn.features.models import (
     KINDS,
+    InitScales,
     ModelSpec,
     bigram_scores,
     forward,
@@ -27,11 +28,14 @@ ACTS = ["relu", "tanh", "gelu"]  # three runs with different activations and sig
 SIGMA_V = [0.1, 0.5, 0.001]
 PHI = {"relu": lambda z: np.maximum(z, 0), "tanh": np.tanh,
        "gelu": lambda z: z * 0.5 * (1 + np.vectorize(math.erf)(z / math.sqrt(2)))}
+# The models' sizes and initial scales of these tests: the paper's (as config features.cls.train), widths d per test.
+SHAPE = {"kernel": 3, "ffn": 64, "sa_variant": "paper"}
+SCALES = InitScales(sigma_e=0.1, sigma_w=0.1, sigma_h=0.1)
 
 
 def make(kind: str, V: int = 7, d: int = 4, n_out: int = 1, **kw):
-    spec = ModelSpec(kind, V, d=d, n_out=n_out, ffn=5, bos_id=V - 1 if kind == "mv" else None, **kw)
-    params = init_params(spec, [3, 4, 5], SIGMA_V if n_out == 1 else [0.3] * 3, dtype=F64)
+    spec = ModelSpec(kind, V, d=d, n_out=n_out, bos_id=V - 1 if kind == "mv" else None, **{**SHAPE, "ffn": 5, **kw})
+    params = init_params(spec, [3, 4, 5], SIGMA_V if n_out == 1 else [0.3] * 3, SCALES, dtype=F64)
     if kind == "tr":  # non-trivial biases and LayerNorm affine, so the reference check covers them
         g = torch.Generator().manual_seed(0)
         for name in ("bq", "bk", "bv", "bo", "b1", "b2", "ln1_b", "ln2_b"):
@@ -108,8 +112,8 @@ def test_forward_matches_equation(kind):
 def test_hand_computed_mlp_and_sa():
     # d = 2, vocabulary {a, b}; embeddings, W and v chosen so every number can be checked by hand.
     for kind in ("mlp", "sa"):
-        spec = ModelSpec(kind, 2, d=2)
-        params = init_params(spec, [0], [0.1], dtype=F64)
+        spec = ModelSpec(kind, 2, d=2, **SHAPE)
+        params = init_params(spec, [0], [0.1], SCALES, dtype=F64)
         params["E"][0] = torch.tensor([[2.0, 0.0], [0.0, 2.0]], dtype=F64)  # x_a = (2, 0), x_b = (0, 2)
         params["v"][0] = torch.tensor([[1.0], [-1.0]], dtype=F64)
         if kind == "mlp":
@@ -206,9 +210,9 @@ def test_padding_never_changes_a_score(kind):
 
 
 def test_runs_are_independent_of_the_batch():
-    spec = ModelSpec("mlp", 6, d=4)
-    both = init_params(spec, [7, 8], [0.1, 0.001], dtype=F64)
-    alone = init_params(spec, [8], [0.001], dtype=F64)
+    spec = ModelSpec("mlp", 6, d=4, **SHAPE)
+    both = init_params(spec, [7, 8], [0.1, 0.001], SCALES, dtype=F64)
+    alone = init_params(spec, [8], [0.001], SCALES, dtype=F64)
     assert all(torch.equal(both[k][1], alone[k][0]) for k in both)
     s_both = scores_of(spec, both, SEQS[:2], ["relu", "gelu"])
     s_alone = scores_of(spec, alone, SEQS[:2], ["gelu"])
@@ -371,7 +375,7 @@ def test_sa_expected_attention_rows_sum_to_one():
 
 def _empirical_ntk(spec: ModelSpec, R: int, seqs: list[list[int]], sigma_v: float) -> np.ndarray:
     """Theta(x_a, x_b) = <ds(x_a)/dtheta, ds(x_b)/dtheta> for every pair, averaged over R initialisations."""
-    params = init_params(spec, list(range(100, 100 + R)), [sigma_v] * R, dtype=F64)
+    params = init_params(spec, list(range(100, 100 + R)), [sigma_v] * R, SCALES, dtype=F64)
     for p in params.values():
         p.requires_grad_(True)
     grads = []
@@ -395,8 +399,8 @@ def test_empirical_ntk_approaches_the_closed_form_as_width_grows():
     sa_target = np.diag([theory.sa_rho(0.1, sv)] * 2)  # one-token inputs: alpha = 1
     errors = {}
     for d in (8, 512):
-        mlp = _empirical_ntk(ModelSpec("mlp", 2, d=d), 12, [[0], [1]], sv)
-        sa = _empirical_ntk(ModelSpec("sa", 2, d=d), 12, [[0], [1]], sv)
+        mlp = _empirical_ntk(ModelSpec("mlp", 2, d=d, **SHAPE), 12, [[0], [1]], sv)
+        sa = _empirical_ntk(ModelSpec("sa", 2, d=d, **SHAPE), 12, [[0], [1]], sv)
         errors[d] = (np.abs(mlp - mlp_target).max() / (rho + mu), np.abs(sa - sa_target).max() / sa_target[0, 0])
     assert errors[512][0] < errors[8][0] and errors[512][1] < errors[8][1]
     assert errors[512][0] < 0.1 and errors[512][1] < 0.1
@@ -429,7 +433,8 @@ def test_encode_pad_and_bucketed_batches():
 def _manual_training(settings, runs, splits, opt_cls):
     """The same epochs with torch.optim on dense parameters (reference for the trainer's updates)."""
     spec = T._spec(settings, len(TINY_VOCAB), 1)
-    params = init_params(spec, [r.seed for r in runs], [r.sigma_v for r in runs], dtype=F64)
+    params = init_params(spec, [r.seed for r in runs], [r.sigma_v for r in runs],
+                         InitScales(settings.sigma_e, settings.sigma_w, settings.sigma_h), dtype=F64)
     leaves = [p.requires_grad_(True) for p in params.values()]
     opt = opt_cls(leaves, lr=settings.lr)
     enc = splits["train"]
@@ -463,7 +468,7 @@ def test_trainer_updates_match_torch_optimizers(optimizer):
                            {"adagrad": torch.optim.Adagrad, "adam": torch.optim.Adam, "sgd": torch.optim.SGD}[optimizer])
     for k in ref:
         assert torch.allclose(res.params[k], ref[k], rtol=1e-9, atol=1e-12), k
-    assert not torch.allclose(res.params["E"], init_params(res.spec, [5, 5], [0.1, 0.001], dtype=F64)["E"])
+    assert not torch.allclose(res.params["E"], init_params(res.spec, [5, 5], [0.1, 0.001], SCALES, dtype=F64)["E"])
 
 
 def test_training_tables_and_group_independence():

@@ -118,9 +118,15 @@ def test_composition_at_zero_init_is_P():
 
 
 # ------------------------------------------------------------------------------------------ training
+def _settings(optimizer: str, **kw) -> dict:
+    """A RunSet's settings in these tests: SGD with the paper's momentum 0.9 (as config scan_snap.syn_small) or Adam,
+    the eager step, and each test's own."""
+    return dict(optimizer=optimizer, momentum=0.9 if optimizer == "sgd" else None, cuda_graphs=False, **kw)
+
+
 @pytest.mark.parametrize("optimizer, init", [("sgd", "default"), ("adam", "zero")])
 def test_vectorised_runs_equal_runs_trained_alone(optimizer, init):
-    kw = dict(optimizer=optimizer, init=init, batch=32, iterations=15, log_every=5)
+    kw = _settings(optimizer, init=init, batch=32, iterations=15, log_every=5)
     seeds, ez, ey = [1, 2, 1], [0.5, 1.0, 2.0], [1.0, 10.0, 4.0]
     together = train(RunSet(SEP, seeds, ez, ey, **kw))
     for r in range(3):
@@ -133,7 +139,7 @@ def test_vectorised_runs_equal_runs_trained_alone(optimizer, init):
 
 def test_sgd_matches_torch_optimizer():
     """The stacked SGD-with-momentum update equals torch.optim.SGD on one run."""
-    kw = dict(optimizer="sgd", init="default", batch=16, iterations=5, log_every=5)
+    kw = _settings("sgd", init="default", batch=16, iterations=5, log_every=5)
     hist = train(RunSet(SEP, [3], [0.7], [2.1], **kw))
     # replay with torch.optim.SGD and the same data and init
     from featlearn.scan_snap.train import _data_seed, _init_seed
@@ -156,7 +162,7 @@ def test_sgd_matches_torch_optimizer():
 
 
 def test_syn_small_learns_and_keeps_attention_spread():
-    hist = train(RunSet(SEP, [1], [1.0], [1.0], optimizer="sgd", init="zero", iterations=60, log_every=60))
+    hist = train(RunSet(SEP, [1], [1.0], [1.0], **_settings("sgd", init="zero", batch=128, iterations=60, log_every=60)))
     assert float(hist.final_loss[0]) < 0.05
     H = metrics.distinct_entropy(hist.composition[-1], SEP)
     assert 1.0 < float(H[0]) < 2.2
@@ -175,8 +181,8 @@ def _three_runs(**kw) -> RunSet:
 @pytest.mark.parametrize("optimizer, init", [("sgd", "default"), ("adam", "zero")])
 def test_the_cuda_graphs_switch_leaves_cpu_training_unchanged(optimizer, init):
     """On a CPU the switch does nothing: the eager step runs and every logged number is the same, bit for bit."""
-    kw = dict(optimizer=optimizer, init=init, batch=16, iterations=7, log_every=3)
-    eager, switched = (train(_three_runs(**kw, cuda_graphs=g)) for g in (False, True))
+    kw = _settings(optimizer, init=init, batch=16, iterations=7, log_every=3)
+    eager, switched = (train(_three_runs(**{**kw, "cuda_graphs": g})) for g in (False, True))
     assert eager.steps == switched.steps == [0, 3, 6, 7]
     assert all(torch.equal(a, b) for a, b in zip(_logged(eager), _logged(switched)))
 
@@ -190,9 +196,9 @@ def test_the_graph_safe_step_is_the_eager_step(optimizer, init, monkeypatch):
     from featlearn import cudagraphs
 
     monkeypatch.setattr(cudagraphs, "STAGE_BYTES", 3 * 2 * 16 * (SEP.M * 4 + 8))  # 3 steps of 2 seeds' batches
-    kw = dict(optimizer=optimizer, init=init, batch=16, iterations=10, log_every=4)
+    kw = _settings(optimizer, init=init, batch=16, iterations=10, log_every=4)
     eager = train(_three_runs(**kw))
-    graph_safe = train(_three_runs(**kw, cuda_graphs=True), capture=False)
+    graph_safe = train(_three_runs(**{**kw, "cuda_graphs": True}), capture=False)
     assert graph_safe.steps == eager.steps == [0, 4, 8, 10]
     for a, b in zip(_logged(eager), _logged(graph_safe)):
         assert torch.allclose(a, b, rtol=1e-12, atol=1e-14)
@@ -204,8 +210,8 @@ def test_the_graph_safe_step_is_the_eager_step(optimizer, init, monkeypatch):
 def test_cuda_graphs_train_as_the_eager_step_does(optimizer, init):
     """On a GPU: the captured and replayed step (3 eager steps, then the graph) trains as the eager step does, up to
     float rounding, and logs the same steps."""
-    kw = dict(optimizer=optimizer, init=init, batch=16, iterations=12, log_every=5, device="cuda")
-    eager, graphed = (train(_three_runs(**kw, cuda_graphs=g)) for g in (False, True))
+    kw = _settings(optimizer, init=init, batch=16, iterations=12, log_every=5, device="cuda")
+    eager, graphed = (train(_three_runs(**{**kw, "cuda_graphs": g})) for g in (False, True))
     assert eager.steps == graphed.steps == [0, 5, 10, 12]
     for a, b in zip(_logged(eager), _logged(graphed)):
         assert torch.allclose(a, b, rtol=1e-9, atol=1e-12)
@@ -218,10 +224,10 @@ def test_the_switch_leaves_the_synthetic_tables_unchanged_on_a_cpu(tmp_path):
 
     base = {"seq_len": 16, "batch": 8, "iterations": 4, "log_every": 2, "seeds": 2}
     cfgs = {
-        "syn_small": ({**base, "eta_z": 1.0, "ratios": [1, 10]}, ("steps", "composition")),
+        "syn_small": ({**base, "eta_z": 1.0, "ratios": [1, 10], "momentum": 0.9}, ("steps", "composition")),
         "adam": ({**base, "lrs": [0.1, 1.0]}, ("steps", "composition")),
         "syn_medium": ({**base, "num_last": [1], "num_next_per_last": 2, "eta_z": [0.5], "ratios": [2], "init": "default",
-                        "recall_thresholds": {"start": 0.02, "stop": 0.3, "num": 3}}, ("final", "recall")),
+                        "momentum": 0.9, "recall_thresholds": {"start": 0.02, "stop": 0.3, "num": 3}}, ("final", "recall")),
     }
     for name, (cfg, outputs) in cfgs.items():
         written = []

@@ -16,6 +16,14 @@ from featlearn.templates.sweeps import engine as S
 from featlearn.templates import tasks as T
 
 TINY = {"d_emb": 16, "depth": 2, "heads": 2, "d_head": 8, "d_mlp": 32}
+# The sweeps' protocol in these tests, as config templates.sweeps sets it (the transformer, batch 1024, evaluation
+# every epoch on 100 validation and 100 test samples, the eager step): each test sets its own sizes and schedule.
+PROTOCOL = dict(arch="transformer", batch=1024, eval_every=1, n_val=100, n_test=100, cuda_graphs=False)
+
+
+def _group(task, n: int, runs: list, **kw) -> "S.Group":
+    """An engine group of the sweeps' protocol with the test's own settings."""
+    return S.Group(task, n, runs, **{**PROTOCOL, **kw})
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny tensors: see conftest
@@ -266,7 +274,7 @@ def _compare(group: S.Group, res: S.GroupResult, i: int, run: S.RunSpec) -> None
 )
 def test_vectorised_sweep_equals_single_runs(task, n, batch, looped):
     runs = [S.RunSpec(1, 1e-2, "vanilla"), S.RunSpec(2, 3e-3, "kq"), S.RunSpec(1, 1e-2, "vo"), S.RunSpec(3, 2e-2, "kq_vo")]
-    group = S.Group(task, n, runs, model=TINY, epochs=4, batch=batch, dtype=torch.float64, progress=False, looped=looped)
+    group = _group(task, n, runs, model=TINY, epochs=4, batch=batch, dtype=torch.float64, progress=False, looped=looped)
     res = S.train_group(group)
     for i, run in enumerate(runs):
         _compare(group, res, i, run)
@@ -281,8 +289,8 @@ def test_random_templates_are_drawn_per_run_and_stack():
     """A random task with seed "per_run" gives each run its own templates (template seed = run seed) over one
     vocabulary, names each run's templates in the table, and a run equals the same run trained alone."""
     task = {"name": "random", "length": 5, "n_wildcards": 2, "n_regular": 2, "r": 2, "seed": S.PER_RUN}
-    (group,) = S.expand_groups(dict(task=task, model=TINY, variants=["vanilla"], n=[6], lrs=[1e-2], seeds=4, epochs=3,
-                                    batch=4, max_group=64, dtype="float64", progress=False))
+    (group,) = S.expand_groups(dict(PROTOCOL, task=task, model=TINY, variants=["vanilla"], n=[6], lrs=[1e-2], seeds=4,
+                                    epochs=3, batch=4, max_group=64, device="cpu", dtype="float64", progress=False))
     assert group.per_run_templates and group.task.name == "random_L5_W2_X2_r2"
     tasks = [S.run_task(group, run) for run in group.runs]
     assert [t.templates for t in tasks] == [T.random_templates(5, 2, 2, 2, seed=s).templates for s in (1, 2, 3, 4)]
@@ -294,24 +302,25 @@ def test_random_templates_are_drawn_per_run_and_stack():
     assert rows["templates"].tolist() == [S._templates(t) for t in tasks]
     assert rows["templates"].iloc[0].count(":") == 2
     with pytest.raises(ValueError, match="random templates"):
-        S.expand_groups(dict(task={"name": "aba_abb", "seed": S.PER_RUN}, model=TINY, variants=["vanilla"], n=[6],
-                             lrs=[1e-2], seeds=1, epochs=1, batch=4, max_group=64))
+        S.expand_groups(dict(PROTOCOL, task={"name": "aba_abb", "seed": S.PER_RUN}, model=TINY, variants=["vanilla"], n=[6],
+                             lrs=[1e-2], seeds=1, epochs=1, batch=4, max_group=64, device="cpu"))
 
 
 def test_engine_loops_over_runs_only_for_large_cpu_transformer_groups():
     runs = [S.RunSpec(1, 1e-3)]
     big, small = S.LOOP_MIN_SAMPLES, S.LOOP_MIN_SAMPLES - 1
-    assert S.auto_looped(S.Group(T.aba_abb(), big, runs))
-    assert not S.auto_looped(S.Group(T.aba_abb(), small, runs))
-    assert not S.auto_looped(S.Group(T.aba_abb(), 4 * big, runs, batch=small))  # samples per step count
-    assert not S.auto_looped(S.Group(T.aba_abb(), big, runs, arch="mlp", model={"hidden": 8, "depth": 3}))
-    assert not S.auto_looped(S.Group(T.aba_abb(), big, runs, device="cuda"))
+    kw = dict(model=TINY, epochs=1)
+    assert S.auto_looped(_group(T.aba_abb(), big, runs, **kw))
+    assert not S.auto_looped(_group(T.aba_abb(), small, runs, **kw))
+    assert not S.auto_looped(_group(T.aba_abb(), 4 * big, runs, **kw, batch=small))  # samples per step count
+    assert not S.auto_looped(_group(T.aba_abb(), big, runs, arch="mlp", model={"hidden": 8, "depth": 3}, epochs=1))
+    assert not S.auto_looped(_group(T.aba_abb(), big, runs, **kw, device="cuda"))
 
 
 def test_baselines_in_the_sweep_equal_single_runs():
     for arch, model in (("mlp_xxt", {"hidden": 8, "depth": 3}), ("lstm", {"hidden": 6})):
         runs = [S.RunSpec(1, 1e-2), S.RunSpec(2, 5e-3)]
-        group = S.Group(T.aba_abb(), 8, runs, arch=arch, model=model, epochs=3, batch=3, dtype=torch.float64, progress=False)
+        group = _group(T.aba_abb(), 8, runs, arch=arch, model=model, epochs=3, batch=3, dtype=torch.float64, progress=False)
         res = S.train_group(group)
         for i, run in enumerate(runs):
             _compare(group, res, i, run)
@@ -319,9 +328,7 @@ def test_baselines_in_the_sweep_equal_single_runs():
 
 def test_mlp_weights_of_unseen_tokens_do_not_move_under_adam():
     task, n = T.aba_abb(), 16
-    group = S.Group(
-        task, n, [S.RunSpec(4, 1e-2)], arch="mlp", model={"hidden": 8, "depth": 3}, epochs=10, batch=4, progress=False
-    )
+    group = _group(task, n, [S.RunSpec(4, 1e-2)], arch="mlp", model={"hidden": 8, "depth": 3}, epochs=10, batch=4, progress=False)
     res = S.train_group(group)
     data = S.group_data(group)[0]
     init = S.init_model(group, group.runs[0], data.vocab.size)
@@ -361,6 +368,12 @@ def test_run_sweep_writes_one_row_per_run(tmp_path):
         "seeds": 2,
         "epochs": 3,
         "batch": 1024,
+        "eval_every": 1,
+        "n_val": 100,
+        "n_test": 100,
+        "arch": "transformer",
+        "device": "cpu",
+        "cuda_graphs": False,
         "dtype": "float32",
         "max_group": 3,
         "curve_every": 1,
@@ -379,8 +392,8 @@ def test_run_sweep_writes_one_row_per_run(tmp_path):
 def test_bench_reports_throughput():
     from featlearn.templates.sweeps.bench import benchmark
 
-    row = benchmark({"task": {"name": "aba_abb"}, "arch": "transformer", "model": TINY, "batch": 1024, "runs": 4, "epochs": 2,
-                     "sequential_runs": 1, "device": "cpu"}, n=8)
+    row = benchmark({"task": {"name": "aba_abb"}, **PROTOCOL, "model": TINY, "runs": 4, "epochs": 2, "sequential_runs": 1,
+                     "device": "cpu"}, n=8)
     assert row["vectorised_model_steps_per_s"] > 0 and row["sequential_model_steps_per_s"] > 0
     assert row["speedup"] == pytest.approx(row["sequential_seconds_per_run"] * 4 / row["vectorised_seconds"])
     assert row["engine_mode"] == "vmap" and row["vectorised_model_steps_per_s"] == row["vmap_model_steps_per_s"]
@@ -465,8 +478,8 @@ def test_readout_options():
 def test_the_cuda_graphs_switch_leaves_cpu_training_unchanged():
     """On a CPU the switch does nothing: the eager step runs and every number is the same, bit for bit."""
     runs = [S.RunSpec(1, 1e-2, "vanilla"), S.RunSpec(2, 3e-3, "kq")]
-    results = [S.train_group(S.Group(T.aba_abb(), 12, runs, model=TINY, epochs=3, batch=5, dtype=torch.float64,
-                                     progress=False, cuda_graphs=graphs)) for graphs in (False, True)]
+    results = [S.train_group(_group(T.aba_abb(), 12, runs, model=TINY, epochs=3, batch=5, dtype=torch.float64,
+                                    progress=False, cuda_graphs=graphs)) for graphs in (False, True)]
     eager, switched = results
     assert torch.equal(eager.best_epoch, switched.best_epoch)
     for key in ("val_loss", "test_loss", "train_loss", "final_train_loss"):
@@ -515,8 +528,8 @@ def test_the_graph_safe_step_is_the_eager_step():
 def test_cuda_graphs_train_as_the_eager_step_does():
     """On a GPU: the captured and replayed step trains the group as the eager step does, up to float rounding."""
     runs = [S.RunSpec(1, 1e-2, "vanilla"), S.RunSpec(2, 3e-3, "kq"), S.RunSpec(3, 2e-2, "kq_vo")]
-    eager, graphed = (S.train_group(S.Group(T.aba_abb(), 12, runs, model=TINY, epochs=6, batch=5, dtype=torch.float64,
-                                            device="cuda", progress=False, cuda_graphs=g)) for g in (False, True))
+    eager, graphed = (S.train_group(_group(T.aba_abb(), 12, runs, model=TINY, epochs=6, batch=5, dtype=torch.float64,
+                                           device="cuda", progress=False, cuda_graphs=g)) for g in (False, True))
     assert torch.equal(eager.best_epoch, graphed.best_epoch)
     for name in eager.params:
         assert torch.allclose(eager.params[name], graphed.params[name], rtol=1e-9, atol=1e-12), name

@@ -31,7 +31,7 @@ Initialisation [P]: every weight Gaussian, std sigma_e = sigma_w = 0.1 (variance
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 import torch
 import torch.nn.functional as F
@@ -49,13 +49,17 @@ SA_VARIANTS = ("paper", "code")
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A model's shape. The sizes come from the training settings (config ``features.cls.train``: d, kernel, ffn,
+    sa_variant); the fields with a default are structural: one output (a binary task), no <bos>."""
+
     kind: str
     vocab_size: int
-    d: int = 64
-    n_out: int = 1
-    kernel: int = 3  # CNN window K
-    ffn: int = 64  # transformer feed-forward width
-    sa_variant: str = "paper"  # SA / SA+MLP attention logits: the paper's Eq. 15 or the authors' code
+    _: KW_ONLY
+    d: int
+    n_out: int = 1  # 1 (binary) or the number of classes
+    kernel: int  # CNN window K
+    ffn: int  # transformer feed-forward width
+    sa_variant: str  # SA / SA+MLP attention logits: the paper's Eq. 15 or the authors' code
     bos_id: int | None = None  # MV: id prepended to every input, so that single tokens get a score [D]
 
     def __post_init__(self):
@@ -69,13 +73,15 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class InitScales:
-    sigma_e: float = 0.1
-    sigma_w: float = 0.1
-    sigma_h: float = 0.1
+    """Initial standard deviations (config ``features.cls.train``): embeddings, weights, L-RNN recurrence."""
+
+    sigma_e: float
+    sigma_w: float
+    sigma_h: float
 
 
 # ------------------------------------------------------------------------------------------------ init
-def init_params(spec: ModelSpec, seeds: list[int], sigma_v: list[float], scales: InitScales = InitScales(),
+def init_params(spec: ModelSpec, seeds: list[int], sigma_v: list[float], scales: InitScales,
                 dtype: torch.dtype = torch.float32) -> dict[str, torch.Tensor]:
     """Parameters of R = len(seeds) runs, each drawn from its own seeded generator (a run's values do not
     depend on the other runs in the batch). Shapes: E [R, V, d], v [R, d, n_out], W [R, d, d] (out x in),

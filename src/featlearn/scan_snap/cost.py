@@ -75,10 +75,13 @@ def runset_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: i
     spec = SequenceClasses(shape["num_last"], shape["per_last"], shape["seq_len"])
     R = dim_value
 
+    # what the shape leaves out does not change a step's cost: any learning rates, any SGD momentum
+    momentum = None if shape["optimizer"] == "adam" else 0.9
+
     def seconds(iterations: int) -> float:
         runs = RunSet(spec, [1 + i for i in range(R)], [1.0] * R, [2.0] * R, optimizer=shape["optimizer"], init=shape["init"],
-                      batch=shape["batch"], iterations=iterations, log_every=shape["log_every"], device=device,
-                      cuda_graphs=shape.get("cuda_graphs", False))
+                      batch=shape["batch"], iterations=iterations, log_every=shape["log_every"], momentum=momentum,
+                      device=device, cuda_graphs=shape.get("cuda_graphs", False))
         sync(device)
         t0 = time.perf_counter()
         train(runs)

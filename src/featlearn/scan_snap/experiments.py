@@ -55,7 +55,7 @@ def _composition_table(hist: History, runs: pd.DataFrame, steps: list[int] | Non
 
 
 def syn_small(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
-    """Fig. 4: SGD (momentum 0.9), zero init, eta_Z fixed, ratios eta_Y/eta_Z, both query layouts, seeds."""
+    """Fig. 4: SGD with momentum, zero init, eta_Z fixed, ratios eta_Y/eta_Z, both query layouts, seeds."""
     steps_frames, comp_frames = [], []
     for layout, (num_last, per_last) in LAYOUTS.items():
         spec = SequenceClasses(num_last, per_last, cfg["seq_len"])
@@ -75,6 +75,7 @@ def syn_small(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
                 batch=cfg["batch"],
                 iterations=cfg["iterations"],
                 log_every=cfg["log_every"],
+                momentum=cfg["momentum"],
                 device=ctx.device,
                 cuda_graphs=cfg["cuda_graphs"],
             )
@@ -94,7 +95,8 @@ def adam(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
     lrs = [lr for lr, _ in grid]
     hist = train(
         RunSet(spec, seeds=list(runs["seed"]), eta_z=lrs, eta_y=lrs, optimizer="adam", init="zero", batch=cfg["batch"],
-               iterations=cfg["iterations"], log_every=cfg["log_every"], device=ctx.device, cuda_graphs=cfg["cuda_graphs"])
+               iterations=cfg["iterations"], log_every=cfg["log_every"], momentum=None, device=ctx.device,
+               cuda_graphs=cfg["cuda_graphs"])
     )
     print(f"[scan_snap] adam: {len(grid)} runs in {hist.seconds:.1f}s", file=sys.stderr)
     write_csv(_step_table(hist, spec, runs), outputs["steps"])
@@ -131,6 +133,7 @@ def syn_medium(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
                 batch=cfg["batch"],
                 iterations=cfg["iterations"],
                 log_every=cfg["iterations"],
+                momentum=cfg["momentum"],
                 device=ctx.device,
                 cuda_graphs=cfg["cuda_graphs"],
             ),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 import torch
 
@@ -29,21 +29,25 @@ from featlearn.seeding import derived_seed
 
 @dataclass
 class RunSet:
-    """R runs of one layout. ``eta_z`` and ``eta_y`` are per-run learning rates."""
+    """R runs of one layout. ``eta_z`` and ``eta_y`` are per-run learning rates. The training settings come from the
+    job's settings (config ``scan_snap.syn_small``, ``adam``, ``syn_medium`` and ``cuda_graphs``); the fields with a
+    default are not config keys: float64, the precision of the reparameterised model [D], and the CPU (a job passes
+    its device)."""
 
     spec: SequenceClasses
     seeds: list[int]
     eta_z: list[float]
     eta_y: list[float]
-    optimizer: str = "sgd"  # sgd (momentum 0.9, no weight decay) or adam (default betas)
-    init: str = "zero"
-    batch: int = 128
-    iterations: int = 100
-    log_every: int = 2
-    momentum: float = 0.9
+    _: KW_ONLY
+    optimizer: str  # sgd (with momentum, dampening 0, no weight decay) or adam (torch's default betas)
+    init: str  # zero or default (``featlearn.scan_snap.model.init_params``)
+    batch: int
+    iterations: int
+    log_every: int
+    momentum: float | None  # SGD's momentum; None for Adam
+    cuda_graphs: bool  # capture the training step as a CUDA graph (CUDA only; see the module docstring)
     dtype: torch.dtype = torch.float64
     device: str = "cpu"  # data are sampled on the CPU (seeded generators) and moved to the device
-    cuda_graphs: bool = False  # capture the training step as a CUDA graph (CUDA only; see the module docstring)
 
     def __post_init__(self):
         R = len(self.seeds)
@@ -51,6 +55,8 @@ class RunSet:
             raise ValueError("seeds, eta_z and eta_y need one entry per run")
         if self.optimizer not in ("sgd", "adam"):
             raise ValueError(f"unknown optimizer {self.optimizer!r}")
+        if (self.momentum is None) != (self.optimizer == "adam"):
+            raise ValueError("SGD needs a momentum and Adam takes none (momentum None)")
 
 
 @dataclass

@@ -21,9 +21,8 @@ from featlearn.templates.sweeps.engine import VARIANTS, Group, RunSpec, auto_loo
 from featlearn.templates.tasks import make_task
 
 
-# Settings a benchmark may set and the config does not (the sweeps' own values: Adam lr 1e-3, float32,
-# evaluation every epoch).
-OPTIONAL = {"lr": 1e-3, "dtype": "float32", "eval_every": 1}
+# Settings a benchmark may set and the config does not (Adam lr 1e-3 as most sweep grids, float32, the eager step).
+OPTIONAL = {"lr": 1e-3, "dtype": "float32", "cuda_graphs": False}
 
 
 def _group(settings: dict, n: int, runs: list[RunSpec], epochs: int) -> Group:
@@ -37,6 +36,9 @@ def _group(settings: dict, n: int, runs: list[RunSpec], epochs: int) -> Group:
         epochs=epochs,
         batch=int(settings["batch"]),
         eval_every=int(settings["eval_every"]),
+        n_val=int(settings["n_val"]),
+        n_test=int(settings["n_test"]),
+        cuda_graphs=bool(settings["cuda_graphs"]),
         dtype=dtype,
         device=settings["device"],
         progress=False,
@@ -44,8 +46,8 @@ def _group(settings: dict, n: int, runs: list[RunSpec], epochs: int) -> Group:
 
 
 def benchmark(settings: dict, n: int) -> dict:
-    """One measurement at training-set size n. ``settings``: task, arch, model, runs (R), epochs, batch,
-    sequential_runs, device (required) and optionally eval_every, lr, dtype (``OPTIONAL``; see
+    """One measurement at training-set size n. ``settings``: task, arch, model, runs (R), epochs, batch, eval_every,
+    n_val, n_test, sequential_runs, device (required) and optionally lr, dtype, cuda_graphs (``OPTIONAL``; see
     ``featlearn.templates.sweeps.engine.Group``)."""
     settings = {**OPTIONAL, **settings}
     R, epochs = int(settings["runs"]), int(settings["epochs"])

@@ -43,7 +43,7 @@ import itertools
 import math
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -91,27 +91,32 @@ class RunSpec:
 
 @dataclass
 class Group:
-    """R runs trained together (see module docstring). ``trainable``: parameter-name prefixes that are
-    trained (None: all; e.g. ("head.",) trains only the final readout, Fig. 15)."""
+    """R runs trained together (see module docstring). The architecture and sizes come from the sweep's grid and
+    the training settings from the config (``templates.sweeps``, through :class:`SweepSettings`); the fields with a
+    default are switches whose default is "off" or "as given": every parameter trained (``trainable``: parameter-name
+    prefixes that are trained, e.g. ("head.",) trains only the final readout, Fig. 15), full precision, the CPU (a
+    job passes its device), no curves, no progress lines, vmap or a loop as :func:`auto_looped` picks, the group's
+    templates."""
 
     task: TemplateTask
     n: int
     runs: list[RunSpec]
-    arch: str = "transformer"
-    model: dict = field(default_factory=dict)
-    epochs: int = 1000
-    batch: int = 1024
-    eval_every: int = 1
+    _: KW_ONLY
+    arch: str
+    model: dict
+    epochs: int
+    batch: int
+    eval_every: int
+    n_val: int
+    n_test: int
+    cuda_graphs: bool  # capture the training step as a CUDA graph (CUDA only; see module docstring)
     trainable: tuple[str, ...] | None = None
-    n_val: int = 100
-    n_test: int = 100
     dtype: torch.dtype = torch.float32
     device: str = "cpu"
     curve_every: int = 0  # > 0: keep the evaluated values every curve_every epochs (multiple of eval_every)
     progress: bool = False
     looped: bool | None = None  # the runs' forwards one after another instead of vmap; None: ``auto_looped``
     per_run_templates: bool = False  # random task: each run draws its templates from its own seed
-    cuda_graphs: bool = False  # capture the training step as a CUDA graph (CUDA only; see module docstring)
 
     def __post_init__(self):
         if not self.runs:
@@ -478,10 +483,11 @@ def _seeds(value) -> list[int]:
 class SweepSettings:
     """One curve of a sweep figure (built by ``experiments.figure_curves`` from the config): every
     variant x learning rate x seed at every n. ``seeds``: an int S (seeds 1..S) or a list. ``device``:
-    already resolved (``cpu`` or ``cuda``). The fields with defaults are not config keys: the held-out
-    sizes and float32 follow [P App. A]; curves and progress lines are switches of the caller."""
+    already resolved (``cpu`` or ``cuda``). The fields with defaults are not config keys: every parameter
+    trained, full precision (float32 [P App. A]), no curves, progress lines (switches of the caller)."""
 
     task: dict
+    arch: str
     model: dict
     variants: list
     n: list
@@ -489,17 +495,16 @@ class SweepSettings:
     seeds: int | list
     epochs: int
     batch: int
+    eval_every: int
+    n_val: int
+    n_test: int
     max_group: int
-    arch: str = "transformer"
+    device: str
+    cuda_graphs: bool
     trainable: list | None = None
-    device: str = "cpu"
-    eval_every: int = 1
-    n_val: int = 100
-    n_test: int = 100
     dtype: str = "float32"
     curve_every: int = 0
     progress: bool = True
-    cuda_graphs: bool = False
 
     @classmethod
     def parse(cls, settings: dict) -> "SweepSettings":

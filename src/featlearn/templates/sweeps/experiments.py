@@ -39,10 +39,15 @@ from featlearn.templates.sweeps.engine import sweep_frames
 from featlearn.templates.sweeps.grids import GRIDS, sweep_figure
 from featlearn.templates.tasks import TASKS, check_data, make_datasets, make_task
 
+# the evaluation of every run (config templates.sweeps): every eval_every epochs, on n_val and n_test samples
+EVAL_KEYS = ("eval_every", "n_val", "n_test")
+
+
 def figure_curves(fig: str, cfg: dict, device: str = "cpu") -> list[tuple[dict, dict]]:
     """(meta, expand_groups settings) of every curve of the grid behind figure ``fig``; meta holds the
     curve labels per variant, the panel, the swept quantity (axis) and its value. ``cfg`` is
-    ``templates.sweeps``: shared keys epochs, batch, seeds, transformer, mlp, rnn, max_group (required), and
+    ``templates.sweeps``: shared keys epochs, batch, eval_every, n_val, n_test, seeds, transformer, mlp, rnn,
+    max_group, cuda_graphs (required), and
     the grid's own ``fig<grid>`` keys n, lrs (required), epochs, seeds, transformer (optional overrides of
     the shared keys) and the swept quantity (e.g. ``depth: [1, 2, 4]``)."""
     grid = sweep_figure(fig).grid
@@ -68,6 +73,7 @@ def figure_curves(fig: str, cfg: dict, device: str = "cpu") -> list[tuple[dict, 
             "seeds": own.get("seeds", cfg["seeds"]),
             "epochs": own.get("epochs", cfg["epochs"]),
             "batch": entry.get("batch", cfg["batch"]),
+            **{k: cfg[k] for k in EVAL_KEYS},
             "trainable": entry.get("trainable"),
             "device": device,
             "max_group": cfg["max_group"],
@@ -117,6 +123,7 @@ def calibration_curves(cfg: dict, device: str = "cpu") -> list[tuple[dict, dict]
                 "seeds": own.get("seeds", cfg["seeds"]),
                 "epochs": own.get("epochs", cfg["epochs"]),
                 "batch": cfg["batch"],
+                **{k: cfg[k] for k in EVAL_KEYS},
                 "trainable": None,
                 "device": device,
                 "max_group": cfg["max_group"],
