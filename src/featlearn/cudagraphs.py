@@ -1,16 +1,20 @@
 """CUDA graphs of fixed-shape training steps (issue 34): capture a step once, replay it for every later step.
 
 The vectorised trainers of small models (the templates sweep engine, Scan and Snap's synthetic runs, JoMA
-Table 1) run a few dozen small kernels per step; on a GPU such a step is bound by kernel launches and Python,
-not by arithmetic. A trainer that has a switch for it (``templates.sweeps.cuda_graphs``, ``scan_snap.cuda_graphs``,
-``joma.table1.cuda_graphs``) runs a graph-safe version of its step through :class:`GraphedSteps`: no host sync and
-no Python number that changes between steps (step counts and Adam's bias corrections are device tensors), its
-inputs copied into the graph's own tensors before each replay. Values the loop reads (losses to log, the
-parameters at logged steps) are read between replays, never inside the captured region.
+Table 1, the features classifiers) and the small tutorial LMs run a few dozen small kernels per step; on a GPU such
+a step is bound by kernel launches and Python, not by arithmetic. A trainer that has a switch for it
+(``templates.sweeps.cuda_graphs``, ``scan_snap.cuda_graphs``, ``joma.table1.cuda_graphs``,
+``features.cls.train.cuda_graphs``, and for the LMs of ``featlearn.lm.train`` ``joma.wikitext.cuda_graphs``,
+``scan_snap.wikitext.cuda_graphs`` and ``features.lm.word.cuda_graphs``) runs a graph-safe version of its step
+through :class:`GraphedSteps`: no host sync and no Python number that changes between steps (step counts and
+Adam's bias corrections are device tensors), its inputs copied into the graph's own tensors before each replay.
+Values the loop reads (losses to log, the parameters at logged steps) are read between replays, never inside the
+captured region.
 
 Inputs sampled on the host by seeded generators (Scan and Snap's batches, JoMA's class counts) are drawn
 ahead, many steps at a time and in the order the eager loop draws them, and moved to the device in one copy
-(:class:`StagedBatches`), so the loop does not wait for a host-to-device copy each step.
+(:class:`StagedBatches`), so the loop does not wait for a host-to-device copy each step; inputs made on the host
+step by step (the features classifiers' padded batches) go through pinned memory (:func:`to_device`).
 
 Nothing here runs on a CPU: there the trainers keep their eager step and their tables are unchanged. The
 graph-safe steps are tested on the CPU run uncaptured (they compute what the eager steps compute up to float
@@ -32,18 +36,34 @@ def captured(switch: bool, device: torch.device | str) -> bool:
     return bool(switch) and torch.device(device).type == "cuda"
 
 
+def to_device(x: torch.Tensor, device: torch.device | str) -> torch.Tensor:
+    """``x`` (on the host) on ``device``: on CUDA through pinned memory, a copy the host does not wait for."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return x.pin_memory().to(device, non_blocking=True)
+    return x.to(device)
+
+
 class GraphedSteps:
     """``step(*inputs)`` captured as one CUDA graph per shape of its inputs and replayed. An input is a tensor or
     None (always None at that position for one graph). The first ``WARMUP`` calls of a shape run eagerly on a
     side stream (real steps: CUDA graphs need warmed-up autograd and allocator state), the next one captures
-    the graph and replays it; later calls copy their inputs into the graph's own input tensors and replay."""
+    the graph and replays it; later calls copy their inputs into the graph's own input tensors and replay.
+
+    Each graph keeps its own memory pool, unless ``shared_pool``: then the graphs of all shapes draw their
+    intermediate tensors from one pool, so a step of many shapes (the features classifiers' padded lengths) holds
+    the memory of its largest graph rather than the sum. That is safe only for a step that keeps nothing it
+    allocates past its own replay: its state (parameters, optimiser state, outputs the loop reads) lives in
+    tensors allocated outside the graphs, and the graphs replay one after another on one stream."""
 
     WARMUP = 3
 
-    def __init__(self, step: Callable[..., None]):
+    def __init__(self, step: Callable[..., None], shared_pool: bool = False):
         self.step = step
         self.seen: dict = {}
         self.graphs: dict = {}
+        self.shared_pool = shared_pool
+        self.pool = None  # the shared pool, made at the first capture
 
     def __call__(self, *inputs: torch.Tensor | None) -> None:
         key = tuple(None if x is None else (tuple(x.shape), x.dtype) for x in inputs)
@@ -65,7 +85,9 @@ class GraphedSteps:
             return
         static = tuple(None if x is None else x.clone() for x in inputs)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        if self.shared_pool and self.pool is None:
+            self.pool = torch.cuda.graph_pool_handle()
+        with torch.cuda.graph(graph, pool=self.pool):
             self.step(*static)
         self.graphs[key] = (graph, static)
         graph.replay()
@@ -98,10 +120,5 @@ class StagedBatches:
         per_step = sum(x.numel() * x.element_size() for x in first)
         n = max(1, min(self.steps - self.drawn, self.max_bytes // max(1, per_step)))
         rows = [first] + [self.sample() for _ in range(n - 1)]
-        self.chunk = tuple(self._to_device(torch.stack(column)) for column in zip(*rows))
+        self.chunk = tuple(to_device(torch.stack(column), self.device) for column in zip(*rows))
         self.start, self.drawn = self.drawn, self.drawn + n
-
-    def _to_device(self, x: torch.Tensor) -> torch.Tensor:
-        if self.device.type == "cuda":
-            return x.pin_memory().to(self.device, non_blocking=True)
-        return x.to(self.device)

@@ -82,6 +82,8 @@ def train_cost(node: Node, results: str = "results") -> Cost:
              "optimizer": st.optimizer, "activations": list(cfg["activations"]), "sigma_v": len(cfg["sigma_v"]),
              "seeds": len(cfg["seeds"]), "runs": R, "batch": st.batch, "length": L,
              "vocab": data["vocab"], "n_classes": data["n_classes"], "dropout": st.dropout, "dtype": st.dtype}
+    if st.cuda_graphs:  # (absent from the shape when off: earlier probes stay valid)
+        shape["cuda_graphs"] = True
     eval_share = data["eval_instances"] * (st.epochs + 1) / 3 / max(data["n_train"] * st.epochs, 1)
     return Cost([Part(probe("features", shape, "runs", node.threads, f"{__name__}:train_probe"), steps, R,
                       6 * P_ne * st.batch * L * R, FLOAT32 * R * ((2 + slots) * P + 8 * st.batch * L * st.d))],
@@ -93,9 +95,12 @@ def train_cost(node: Node, results: str = "results") -> Cost:
 
 def train_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
     """``featlearn.features.train.train`` of ``dim_value`` runs for one epoch over ``batch x steps`` random instances
-    of the job's mean length (no dev/test split and no probe units: their share is the stated evaluation share)."""
+    of the job's mean length (no dev/test split and no probe units: their share is the stated evaluation share).
+    With ``cuda_graphs`` (on a CUDA device) a training runs 3 eager steps and captures the fourth: the probe then
+    times ``w`` and ``w + steps`` steps (w at least 4) and takes the difference, so that its steps are replays."""
     import torch
 
+    from featlearn.cudagraphs import GraphedSteps, captured
     from featlearn.features.train import Encoded, Probes, Run, Settings, train
 
     # the job's order, activations x sigma_v x seeds (``job_runs``): each distinct seed draws its own batches
@@ -107,7 +112,7 @@ def train_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: in
     st = Settings(kind=shape["kind"], epochs=1, batch=shape["batch"], optimizer=shape["optimizer"], dropout=shape["dropout"],
                   d=shape["d"], kernel=shape["kernel"], ffn=shape["ffn"], sa_variant=shape["sa_variant"], mv_bos=shape["mv_bos"],
                   device=device, dtype=shape["dtype"], threads=0, lr=1e-3, sigma_e=1.0, sigma_w=1.0, sigma_h=1.0,
-                  bucket_pool=0, max_len=0, eval_batch=shape["batch"])
+                  bucket_pool=0, max_len=0, eval_batch=shape["batch"], cuda_graphs=shape.get("cuda_graphs", False))
     gen = torch.Generator().manual_seed(0)
 
     def split(n: int) -> dict:
@@ -119,6 +124,10 @@ def train_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: in
         return train(st, runs, split(shape["batch"] * n_steps), shape["vocab"], Probes(), n_classes=shape["n_classes"],
                      progress=False).seconds
 
+    if captured(st.cuda_graphs, device):
+        w = max(warmup, GraphedSteps.WARMUP + 1)
+        fit(w)  # first-use costs (kernels, libraries) out of both timings
+        return {"seconds_per_step": max(0.0, fit(w + steps) - fit(w)) / steps}
     if warmup:
         fit(warmup)
     return {"seconds_per_step": fit(steps) / steps}

@@ -135,7 +135,8 @@ def word_run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     _log(tag, f"settings {settings}")
     vocab = read_vocab(inputs["vocab"])
     train_ids, valid_ids = load_tensor(inputs["train"]), load_tensor(inputs["valid"])
-    run = LMRun(optimizer=WORD_OPTIMIZER, **{k: settings[k] for k in WORD_MODEL_KEYS})
+    run = LMRun(optimizer=WORD_OPTIMIZER, cuda_graphs=settings.get("cuda_graphs", False),
+                **{k: settings[k] for k in WORD_MODEL_KEYS})
     out = train_lm(run, train_ids, valid_ids, len(vocab), ctx.work_dir, device=device, tag=tag)
     model = out["model"].eval()
     table = cooccurrence_logits(lambda idx: model(idx)[0], train_ids, vocab, settings["n_frequent"], settings["top_k"], dataset,

@@ -187,7 +187,8 @@ def table_inputs(table: str, paths: Paths, datasets_on: list[str]) -> dict[str, 
 
 def lm_word_settings(lm: dict, dataset: str) -> dict:
     word = lm["word"]
-    return ({k: v for k, v in word.items() if k not in ("datasets", "iterations")}
+    # the CUDA graphs switch only when on: the settings, and the estimate's probes of the runs, stay as they were
+    return ({k: v for k, v in word.items() if k not in ("datasets", "iterations") and not (k == "cuda_graphs" and not v)}
             | {"iterations": word["iterations"][dataset], "n_frequent": lm["n_frequent"], "seed": lm["seed"],
                "dataset": dataset})
 

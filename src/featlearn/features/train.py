@@ -15,6 +15,20 @@ exact: a row with zero gradient keeps both its value and its accumulator.
 Logged (epoch 0 = initialisation): probe label scores (tokens by their closed form, MV bigrams, CNN/L-RNN
 position scores, whole phrases), dev/test loss and accuracy, mean training loss; per run the test accuracy
 at the best-dev epoch (the first epoch with the highest dev accuracy).
+
+CUDA graphs (``Settings.cuda_graphs``, config ``features.cls.train.cuda_graphs``; only on a CUDA device): the
+training step is :class:`_GraphSafeStep`, captured once per batch shape and replayed (``featlearn.cudagraphs``). Its
+batches are drawn by the same generators in the same order, but padded to a fixed shape: ``batch`` rows (filler
+rows of weight 0) and the longest instance's length rounded up by :func:`padded_length`, so that a job needs a
+few graphs (one per rounded length) instead of one per length; padding changes no score (padded positions are
+zero vectors and masked). Nothing in the step syncs with the host: the Adagrad update of the embedding table is
+dense (a row the batch does not use has zero gradient and keeps its value and accumulator, as the sparse update
+leaves it), Adam's step count and bias corrections are device tensors, the runs of each activation go through
+the model separately (one activation per call), dropout masks are drawn outside the graph from the seeds' own
+streams, and the epoch's training loss is summed on the device and read at the epoch's end. Evaluations and
+probe scores run between epochs, as in the eager loop. The graph-safe step computes what the eager step
+computes up to float rounding (tested on the CPU, where it runs uncaptured); on a CPU the switch does nothing:
+the eager step runs and tables are unchanged.
 """
 
 from __future__ import annotations
@@ -28,12 +42,15 @@ import numpy as np
 import pandas as pd
 import torch
 
+from featlearn.cudagraphs import GraphedSteps, captured, to_device
 from featlearn.features.models import (
     InitScales,
     ModelSpec,
     bigram_scores,
+    embed,
     example_losses,
     forward,
+    forward_embedded,
     init_params,
     lengths_to_mask,
     position_scores,
@@ -152,6 +169,7 @@ class Settings:
     device: str = "cpu"
     dtype: str = "float32"
     threads: int  # torch CPU threads (these small ops run fastest on one thread; 0 = leave as is)
+    cuda_graphs: bool = False  # capture the training step as a CUDA graph (CUDA only; default off; module docstring)
 
     def __post_init__(self):
         if self.optimizer not in ("adagrad", "adam", "sgd"):
@@ -253,9 +271,12 @@ def probe_scores(spec: ModelSpec, params: dict[str, torch.Tensor], activations: 
 
 # ------------------------------------------------------------------------------------------- training
 def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab_size: int, probes: Probes,
-          n_classes: int = 2, progress: bool = True, label: str = "") -> Result:
+          n_classes: int = 2, progress: bool = True, label: str = "", capture: bool = True) -> Result:
     """Train every run for ``settings.epochs`` epochs on ``splits["train"]``; evaluate on ``dev`` and
-    ``test`` (when present) and log the probes after every epoch (epoch 0 included)."""
+    ``test`` (when present) and log the probes after every epoch (epoch 0 included).
+
+    With ``settings.cuda_graphs`` on a CUDA device the step is captured as a CUDA graph and replayed; with
+    ``capture=False`` the same graph-safe step runs uncaptured on any device (the CPU test of that step)."""
     if settings.threads > 0:
         torch.set_num_threads(settings.threads)
     dev = torch.device(settings.device)
@@ -294,23 +315,31 @@ def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab
                 metric_rows.append((epoch, split, "loss", loss))
 
     log_epoch(0, None)
+    graph_safe = settings.cuda_graphs and (not capture or dev.type == "cuda")
+    if graph_safe:
+        graph_step = _GraphSafeStep(settings, spec, params, state, acts, seeds, run_of_seed, dev, dtype)
+        stepper = GraphedSteps(graph_step, shared_pool=True) if captured(capture, dev) else graph_step
     step = 0
     for epoch in range(1, settings.epochs + 1):
         plans = {s: epoch_batches(train_enc.lengths, settings.batch, settings.bucket_pool, data_gen[s]) for s in seeds}
         n_steps = len(plans[seeds[0]])
         epoch_loss = torch.zeros(R, dtype=torch.float64)
+        if graph_safe:
+            graph_step.loss_sum.zero_()
         for t in range(n_steps):
             idxs = [plans[s][t] for s in seeds]
             L = max(int(train_enc.lengths[i].max()) for i in idxs)
+            if graph_safe:  # padded to (batch, a rounded length): a few shapes, each captured once
+                toks, lens, labels, weights = _host_batch(train_enc, idxs, padded_length(L), settings.batch, dtype)
+                toks, mask = _prepare_tokens(spec, toks, lens)
+                if len(seeds) == 1:
+                    toks, mask, labels, weights = toks[0], mask[0], labels[0], weights[0]
+                keep = _dropout_masks(settings, spec, [train_enc.lengths[i] for i in idxs], seeds, drop_gen, toks.shape[-1],
+                                      graph_step.seed_of_run, dtype, dev, batch=settings.batch)
+                stepper(*(to_device(x, dev) for x in (toks, mask, labels, weights)), keep)
+                continue
             B = max(len(i) for i in idxs)
-            toks = torch.full((len(seeds), B, L), PAD_ID, dtype=torch.long)
-            lens = torch.ones(len(seeds), B, dtype=torch.long)  # filler rows: one pad token, weight 0
-            labels = torch.zeros(len(seeds), B, dtype=torch.long)
-            weights = torch.zeros(len(seeds), B, dtype=dtype)
-            for j, i in enumerate(idxs):
-                tk, ln = pad_batch(train_enc, i, L)
-                toks[j, : len(i)], lens[j, : len(i)] = tk, ln
-                labels[j, : len(i)], weights[j, : len(i)] = train_enc.labels[i], 1.0
+            toks, lens, labels, weights = _host_batch(train_enc, idxs, L, B, dtype)
             if len(seeds) == 1:
                 toks, lens, labels, weights = toks[0], lens[0], labels[0], weights[0]
             else:
@@ -337,13 +366,15 @@ def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab
             step += 1
             with torch.no_grad():
                 for name, g in zip(dense_names, grads):
-                    _update(settings, params[name], g, state[name], step)
+                    _update(settings, params[name], g, state[name], 1 - 0.9**step, math.sqrt(1 - 0.999**step))
                 if sparse:
                     g = grads[-1]
                     acc = state["E"]["sum"][:, uniq] + g * g
                     state["E"]["sum"][:, uniq] = acc
                     params["E"][:, uniq] -= settings.lr * g / (acc.sqrt() + 1e-10)
             epoch_loss += run_loss.detach().double().cpu()
+        if graph_safe:
+            epoch_loss = graph_step.loss_sum.to("cpu", copy=True)  # the same float64 sum, kept on the device
         log_epoch(epoch, (epoch_loss / max(n_steps, 1)).numpy())
         if progress:
             accs = next((v for e, sp, m, v in reversed(metric_rows) if sp == "dev" and m == "accuracy"), None)
@@ -357,15 +388,38 @@ def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab
                   _summary(meta, metric_rows), {k: p.detach().cpu() for k, p in params.items()}, spec, seconds)
 
 
+def _host_batch(enc: Encoded, idxs: list[torch.Tensor], L: int, B: int, dtype: torch.dtype
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One step's batches of every distinct seed, on the host, padded to [S, B, L]: tokens, lengths, labels and
+    weights (1 for an instance, 0 for a filler row: one pad token)."""
+    toks = torch.full((len(idxs), B, L), PAD_ID, dtype=torch.long)
+    lens = torch.ones(len(idxs), B, dtype=torch.long)  # filler rows: one pad token, weight 0
+    labels = torch.zeros(len(idxs), B, dtype=torch.long)
+    weights = torch.zeros(len(idxs), B, dtype=dtype)
+    for j, i in enumerate(idxs):
+        tk, ln = pad_batch(enc, i, L)
+        toks[j, : len(i)], lens[j, : len(i)] = tk, ln
+        labels[j, : len(i)], weights[j, : len(i)] = enc.labels[i], 1.0
+    return toks, lens, labels, weights
+
+
+def padded_length(n: int) -> int:
+    """The length a graph-safe step pads a batch of longest instance ``n`` to: a multiple of 8, and above 127 of
+    2^(bits - 4), at most 1/8 longer (8 lengths per doubling: a job of lengths up to 2,500 needs about 50 graphs)."""
+    q = 8 if n < 128 else 1 << (n.bit_length() - 4)
+    return -(-n // q) * q
+
+
 def _dropout_masks(settings: Settings, spec: ModelSpec, lengths: list[torch.Tensor], seeds: list[int],
                    gens: dict[int, torch.Generator], L: int, run_of_seed: torch.Tensor, dtype: torch.dtype,
-                   dev: torch.device) -> torch.Tensor | None:
+                   dev: torch.device, batch: int | None = None) -> torch.Tensor | None:
     """Dropout keep-masks of one step, [B, L, d] (one seed) or [R, B, L, d]: seed s draws (its batch size, its
-    longest instance (+ BOS), d) from its own generator, padded with ones to the step's shape."""
+    longest instance (+ BOS), d) from its own generator, padded with ones to the step's shape (B: the largest
+    batch of the step, or ``batch``)."""
     if settings.dropout <= 0:
         return None
     bos = int(spec.bos_id is not None)
-    B = max(len(n) for n in lengths)
+    B = max(len(n) for n in lengths) if batch is None else batch
     keep = torch.ones(len(seeds), B, L, spec.d, dtype=dtype, device=dev)
     for j, (s, n) in enumerate(zip(seeds, lengths)):
         Ls = int(n.max()) + bos
@@ -374,7 +428,9 @@ def _dropout_masks(settings: Settings, spec: ModelSpec, lengths: list[torch.Tens
     return keep[0] if len(seeds) == 1 else keep[run_of_seed.to(dev)]
 
 
-def _update(settings: Settings, p: torch.Tensor, g: torch.Tensor, st: dict, step: int) -> None:
+def _update(settings: Settings, p: torch.Tensor, g: torch.Tensor, st: dict, bc1, sqrt_bc2) -> None:
+    """The optimiser's update of ``p`` given its gradient. Adam's bias corrections 1 - 0.9^t and sqrt(1 - 0.999^t)
+    are Python numbers (the eager step) or device tensors (the graph-safe step)."""
     if settings.optimizer == "adagrad":  # torch.optim.Adagrad: sum += g^2; p -= lr g / (sqrt(sum) + eps)
         st["sum"].addcmul_(g, g)
         p.addcdiv_(g, st["sum"].sqrt().add_(1e-10), value=-settings.lr)
@@ -383,8 +439,76 @@ def _update(settings: Settings, p: torch.Tensor, g: torch.Tensor, st: dict, step
     else:  # torch.optim.Adam
         st["m"].mul_(0.9).add_(g, alpha=0.1)
         st["v"].mul_(0.999).addcmul_(g, g, value=0.001)
-        denom = (st["v"].sqrt() / math.sqrt(1 - 0.999**step)).add_(1e-8)
-        p.addcdiv_(st["m"], denom, value=-settings.lr / (1 - 0.9**step))
+        denom = (st["v"].sqrt() / sqrt_bc2).add_(1e-8)
+        if isinstance(bc1, torch.Tensor):
+            p.sub_(st["m"] / denom * (settings.lr / bc1))
+        else:
+            p.addcdiv_(st["m"], denom, value=-settings.lr / bc1)
+
+
+class _GraphSafeStep:
+    """The training step that a CUDA graph can hold (no host sync, no Python number that changes between steps),
+    called with one step's tokens, mask, labels and weights ([B, L'] for one seed, else [S, B, L'] per distinct
+    seed, taken per run on the device) and dropout keep-masks (None without dropout). It computes the eager
+    step's losses and updates with every parameter dense (Adagrad's embedding table included), the runs of
+    each activation through the model separately, Adam's step count ``t`` and bias corrections on the device,
+    and adds the runs' losses (float64) to ``loss_sum``, which the loop reads at the end of each epoch."""
+
+    def __init__(self, settings: Settings, spec: ModelSpec, params: dict, state: dict, acts: list[str], seeds: list[int],
+                 run_of_seed: torch.Tensor, dev: torch.device, dtype: torch.dtype):
+        self.settings, self.spec, self.params, self.state, self.acts = settings, spec, params, state, acts
+        self.seed_of_run = run_of_seed.to(dev)  # (made once: a host-to-device copy inside the step would sync)
+        self.seed_index = self.seed_of_run if len(seeds) > 1 else None
+        self.t = torch.zeros((), dtype=torch.float64, device=dev)
+        self.loss_sum = torch.zeros(len(acts), dtype=torch.float64, device=dev)
+        self.dtype = dtype
+        # runs of one activation: (activation, (first run, count)) where they are consecutive (the jobs' order),
+        # else (activation, their indices); and the order that puts the concatenated scores back in run order
+        self.groups: list[tuple[str, tuple[int, int] | torch.Tensor]] = []
+        order: list[int] = []
+        for name in sorted(set(acts), key=acts.index):
+            idx = [r for r, a in enumerate(acts) if a == name]
+            consecutive = idx == list(range(idx[0], idx[0] + len(idx)))
+            self.groups.append((name, (idx[0], len(idx)) if consecutive else torch.tensor(idx, device=dev)))
+            order += idx
+        self.inverse = None if order == sorted(order) else torch.argsort(torch.tensor(order)).to(dev)
+
+    def scores(self, leaves: dict[str, torch.Tensor], x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if len(self.groups) == 1:
+            return forward_embedded(self.spec, leaves, x, mask, self.acts)
+        parts = []
+        for name, runs in self.groups:
+            def take(t, runs=runs):
+                return t.narrow(0, *runs) if isinstance(runs, tuple) else t.index_select(0, runs)
+
+            weights = {k: take(p) for k, p in leaves.items() if k != "E"}
+            m = take(mask) if mask.dim() == 3 else mask
+            n = runs[1] if isinstance(runs, tuple) else len(runs)
+            parts.append(forward_embedded(self.spec, weights, take(x), m, [name] * n))
+        s = torch.cat(parts)
+        return s if self.inverse is None else s.index_select(0, self.inverse)
+
+    def __call__(self, toks, mask, labels, weights, keep) -> None:
+        st = self.settings
+        if self.seed_index is not None:
+            toks, mask, labels, weights = (v.index_select(0, self.seed_index) for v in (toks, mask, labels, weights))
+        leaves = {k: p.detach().requires_grad_(True) for k, p in self.params.items()}
+        x = embed(leaves["E"], toks, mask)
+        if keep is not None:  # dropout on the embeddings, as featlearn.features.models.forward applies it
+            x = x * keep / (1.0 - st.dropout)
+        losses = example_losses(self.scores(leaves, x, mask), labels)
+        w = weights.expand_as(losses)
+        run_loss = (losses * w).sum(1) / w.sum(1)
+        grads = torch.autograd.grad(run_loss.sum(), list(leaves.values()))
+        with torch.no_grad():
+            bc1 = sqrt_bc2 = None
+            if st.optimizer == "adam":
+                self.t.add_(1)
+                bc1 = (1 - torch.pow(torch.full_like(self.t, 0.9), self.t)).to(self.dtype)
+                sqrt_bc2 = torch.sqrt(1 - torch.pow(torch.full_like(self.t, 0.999), self.t)).to(self.dtype)
+            for name, g in zip(leaves, grads):
+                _update(st, self.params[name], g, self.state[name], bc1, sqrt_bc2)
+            self.loss_sum.add_(run_loss.detach().double())
 
 
 # -------------------------------------------------------------------------------------------- tables

@@ -87,6 +87,8 @@ def wikitext_settings(wiki: dict) -> dict:
     settings = {k: wiki[k] for k in LM_KEYS}
     if wiki.get("reset_optimizer_each_epoch"):
         settings["reset_optimizer_each_epoch"] = True
+    if wiki["cuda_graphs"]:  # (only when on: the estimate's probes of the runs stay as they were without it)
+        settings["cuda_graphs"] = True
     return settings
 
 

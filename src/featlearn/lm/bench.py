@@ -6,7 +6,10 @@ A :class:`Built` is a model with its optimiser, loss and gradient clipping as it
 :func:`tutorial_lm` builds the transformer of :mod:`featlearn.lm` (each paper builds its own LMs the same
 way). :func:`time_steps` runs ``warmup`` steps, then times ``steps`` training steps of forward + backward +
 optimiser step on random token ids, the device synchronised before and after (``median_step_seconds`` from
-per-step CUDA events or clock readings); the host never waits for the device inside the timed loop.
+per-step CUDA events or clock readings); the host never waits for the device inside the timed loop. With
+``cuda_graphs`` on a CUDA device the step is captured as a CUDA graph and replayed (``featlearn.cudagraphs``), as
+the LM trainers do with their switch on: the warm-up then covers the 3 eager steps and the capture, so every timed
+step is a replay.
 :func:`size_of` counts a built model's parameters on the meta device; :func:`tutorial_size` and
 :func:`tutorial_probe` are the tutorial transformer's size and probe in the estimate.
 """
@@ -26,6 +29,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from featlearn.cudagraphs import GraphedSteps, captured
 from featlearn.lm.cost import LMSize, flops_per_token, probe_settings
 
 
@@ -111,10 +115,19 @@ def autocast(device: torch.device, dtype: torch.dtype):
     return torch.autocast(device_type="cuda", dtype=dtype)
 
 
-def time_steps(built: Built, device: str, dtype: torch.dtype = torch.float32, steps: int = 10, warmup: int = 3) -> dict:
+def time_steps(built: Built, device: str, dtype: torch.dtype = torch.float32, steps: int = 10, warmup: int = 3,
+               cuda_graphs: bool = False) -> dict:
     """Time ``steps`` training steps of ``built`` after ``warmup`` ones: the model's size, its throughput and the
-    peak memory (CUDA only), one row of :func:`featlearn.lm_bench.benchmark` without the model's name."""
+    peak memory (CUDA only), one row of :func:`featlearn.lm_bench.benchmark` without the model's name. With
+    ``cuda_graphs`` on a CUDA device the step is captured as a CUDA graph (float32; the optimiser must be
+    capturable: :func:`featlearn.lm.train.make_optimizer` with ``graph_safe``); on a CPU it changes nothing."""
     dev = torch.device(device)
+    graphs = captured(cuda_graphs, dev)
+    if graphs and dtype != torch.float32:
+        raise ValueError("a step captured as a CUDA graph is timed in float32 only")
+    if graphs and not all(group.get("capturable", True) for group in built.optimizer.param_groups):
+        raise ValueError(f"a step captured as a CUDA graph needs a capturable optimiser, not {type(built.optimizer).__name__}"
+                         " with capturable=False")
     built.net.to(dev).train()
     # optimiser state is created lazily at the first step, on the parameters' device
     cast = autocast(dev, dtype)
@@ -123,9 +136,7 @@ def time_steps(built: Built, device: str, dtype: torch.dtype = torch.float32, st
     parameters = list(built.net.parameters())
     state = {"i": 0, "loss": None}
 
-    def step() -> None:
-        tokens = pool[state["i"] % len(pool)]
-        state["i"] += 1
+    def train_on(tokens: torch.Tensor) -> None:
         with cast:
             loss = built.loss(tokens)
         built.optimizer.zero_grad(set_to_none=True)
@@ -133,7 +144,17 @@ def time_steps(built: Built, device: str, dtype: torch.dtype = torch.float32, st
         if built.clip is not None:
             torch.nn.utils.clip_grad_norm_(parameters, built.clip)
         built.optimizer.step()
-        state["loss"] = loss.detach()
+        state["loss"] = loss.detach()  # (captured: the graph's own output, rewritten by every replay)
+
+    run = GraphedSteps(train_on) if graphs else train_on
+
+    def step() -> None:
+        tokens = pool[state["i"] % len(pool)]
+        state["i"] += 1
+        run(tokens)
+
+    if graphs:
+        warmup = max(warmup, GraphedSteps.WARMUP + 1)  # every timed step a replay
 
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
@@ -188,10 +209,11 @@ def size_of(build: Callable[[], Built], d_ff: int, n_head: int, optimizer_slots:
                   built.n_layer, built.d_model, d_ff, n_head, optimizer_slots)
 
 
-def probe_steps(built: Built, device: str, steps: int, warmup: int) -> dict:
-    """An estimate probe's record of a built model (:func:`time_steps`): the median step, robust to another
-    process taking the device for a moment, and the CUDA peak memory."""
-    row = time_steps(built, device, torch.float32, steps=steps, warmup=warmup)
+def probe_steps(built: Built, device: str, steps: int, warmup: int, cuda_graphs: bool = False) -> dict:
+    """An estimate probe's record of a built model (:func:`time_steps`, its step captured as a CUDA graph with
+    ``cuda_graphs``): the median step, robust to another process taking the device for a moment, and the CUDA peak
+    memory."""
+    row = time_steps(built, device, torch.float32, steps=steps, warmup=warmup, cuda_graphs=cuda_graphs)
     return {"seconds_per_step": row["median_step_seconds"], "peak_memory_bytes": (row["peak_memory_gib"] or 0) * 2**30 or None}
 
 
@@ -208,7 +230,15 @@ def _tutorial_size(settings_json: str, vocab: int, optimizer: str) -> LMSize:
 
 
 def tutorial_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int, optimizer: str) -> dict:
-    """The tutorial transformer at an estimate probe's shape (batch ``dim_value``), trained with ``optimizer``."""
+    """The tutorial transformer at an estimate probe's shape (batch ``dim_value``), trained with ``optimizer``; with
+    the job's ``cuda_graphs`` switch (in the shape only when on) its step is captured as the job captures it, with
+    the job's graph-safe optimiser (on a CUDA device)."""
+    from featlearn.lm.train import make_optimizer
+
     settings = probe_settings(shape, "batch_size", dim_value)
     torch.manual_seed(int(settings["seed"]))
-    return probe_steps(tutorial_lm(settings, shape["vocab"], optimizer), device, steps, warmup)
+    built = tutorial_lm(settings, shape["vocab"], optimizer)
+    graphs = captured(settings.get("cuda_graphs", False), device)
+    if graphs:
+        built.optimizer = make_optimizer(built.net, optimizer, settings["lr"], settings.get("ffn_lr"), graph_safe=True)
+    return probe_steps(built, device, steps, warmup, cuda_graphs=graphs)

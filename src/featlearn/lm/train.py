@@ -10,6 +10,19 @@ at each epoch). ``val_windows`` of None evaluates on the whole validation split.
 Tables (long format) are written when training ends; a resume checkpoint is written atomically every
 ``checkpoint_every`` iterations, so a killed job continues from there when rerun (same result on CPU:
 the model, optimiser, data position and random state are all restored).
+
+CUDA graphs (``LMRun.cuda_graphs``; config ``joma.wikitext.cuda_graphs``, ``scan_snap.wikitext.cuda_graphs`` and
+``features.lm.word.cuda_graphs``; only on a CUDA device): every step has the same shape (``batch_size`` streams of
+``bptt`` tokens, the training stream already on the device), so :func:`train_step` (forward, backward, gradient
+clipping, the optimiser's step) is captured once and replayed (``featlearn.cudagraphs``); each step copies its
+window into the graph's inputs. Nothing in it syncs with the host: the clipping scales the gradients by a device
+tensor, SGD's learning rates are constants, and Adam is PyTorch's fused, capturable one (its step counts on the
+device). Evaluations, checkpoints and logged values run between replays, at the same steps as the eager loop; a
+resumed run restores the same state (the optimiser's step counts onto the device) and captures again after 3
+eager steps. ``reset_optimizer_each_epoch`` zeroes the optimiser's state in place (the captured step keeps
+using those tensors), which is what a fresh optimiser starts from. The graph-safe step is the eager step with
+SGD, and computes it up to float rounding with Adam (fused against the default); on a CPU the switch does
+nothing: the eager step runs and tables are unchanged.
 """
 
 from __future__ import annotations
@@ -22,6 +35,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from featlearn.cudagraphs import GraphedSteps, captured
 from featlearn.lm.attention import attention_entropy
 from featlearn.lm.data import batchify, get_batch, num_batches
 from featlearn.lm.model import LMConfig, TransformerLM
@@ -33,7 +47,7 @@ from featlearn.training import resumable_training
 class LMRun:
     """One training run. Every value comes from the run's settings (the config); the fields with a default are
     those whose default means "off": no separate feed-forward learning rate, a budget in iterations, the
-    optimiser kept across epochs, the first validation window's attention maps."""
+    optimiser kept across epochs, the first validation window's attention maps, no CUDA graphs."""
 
     n_layer: int
     n_head: int
@@ -55,11 +69,17 @@ class LMRun:
     eval_batch_size: int
     probe_window: int = 0  # index of the fixed validation window whose attention maps are recorded
     seed: int
+    cuda_graphs: bool = False  # capture the training step as a CUDA graph (CUDA only; module docstring)
 
 
-def make_optimizer(model: TransformerLM, optimizer: str, lr: float, ffn_lr: float | None = None) -> torch.optim.Optimizer:
-    """Adam, or SGD without momentum with its own learning rate for the feed-forward weights (``ffn_lr``, None: ``lr``)."""
+def make_optimizer(model: TransformerLM, optimizer: str, lr: float, ffn_lr: float | None = None,
+                   graph_safe: bool = False) -> torch.optim.Optimizer:
+    """Adam, or SGD without momentum with its own learning rate for the feed-forward weights (``ffn_lr``, None: ``lr``).
+    ``graph_safe``: the optimiser of a step captured as a CUDA graph: Adam fused and capturable (its step counts and
+    bias corrections on the device); SGD as it is (no state, constant learning rates)."""
     if optimizer == "adam":
+        if graph_safe:
+            return torch.optim.Adam(model.parameters(), lr=lr, fused=True, capturable=True)
         return torch.optim.Adam(model.parameters(), lr=lr)
     if optimizer != "sgd":
         raise ValueError(f"unknown optimizer {optimizer!r}")
@@ -87,6 +107,28 @@ def _evaluate(model: TransformerLM, valid: torch.Tensor, run: LMRun) -> tuple[fl
     return sum(losses) / len(losses), torch.stack(ents).mean(dim=0).cpu(), probe
 
 
+def train_step(model: TransformerLM, opt: torch.optim.Optimizer, clip: float, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """One training step on inputs ``x`` and targets ``y`` [batch, bptt]: the loss, its gradients clipped to norm
+    ``clip``, the optimiser's step; returns the loss (detached, on the device). Nothing syncs with the host, so a
+    CUDA graph can hold it with a graph-safe optimiser (:func:`make_optimizer`)."""
+    logits, _ = model(x)
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    opt.step()
+    return loss.detach()
+
+
+def zero_optimizer_state(opt: torch.optim.Optimizer) -> None:
+    """Reset an optimiser to its fresh state in place (moments and step counts zero), keeping its state tensors:
+    what ``opt.state.clear()`` does for an eager step, for a step a CUDA graph holds."""
+    for state in opt.state.values():
+        for value in state.values():
+            if isinstance(value, torch.Tensor):
+                value.zero_()
+
+
 def run_length(iterations: int, epochs: float | None, per_epoch: int) -> int:
     """Training steps of a run: ``iterations``, or ``epochs`` x ``per_epoch`` rounded when ``epochs`` is set."""
     if epochs is None:
@@ -97,13 +139,16 @@ def run_length(iterations: int, epochs: float | None, per_epoch: int) -> int:
 
 
 def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab: int, work_dir: str | os.PathLike,
-             device: str = "cpu", tag: str = "") -> dict[str, pd.DataFrame]:
+             device: str = "cpu", tag: str = "", capture: bool = True) -> dict[str, pd.DataFrame]:
     """Train one LM (resumable: :func:`featlearn.training.resumable_training`); returns its log and
-    attention-map tables and the trained model."""
+    attention-map tables and the trained model. With ``run.cuda_graphs`` on a CUDA device the step is captured as a
+    CUDA graph and replayed; with ``capture=False`` the same graph-safe step runs uncaptured on any device (the CPU
+    test of that step)."""
     dev = torch.device(device)
     torch.manual_seed(run.seed)
     model = TransformerLM(LMConfig(vocab, run.d_model, run.d_ff, run.n_head, run.n_layer, run.dropout)).to(dev)
-    opt = make_optimizer(model, run.optimizer, run.lr, run.ffn_lr)
+    graph_safe = run.cuda_graphs and (not capture or dev.type == "cuda")
+    opt = make_optimizer(model, run.optimizer, run.lr, run.ffn_lr, graph_safe=graph_safe)
     train = batchify(train_ids, run.batch_size).to(dev)
     valid = batchify(valid_ids, run.eval_batch_size).to(dev)
     per_epoch = num_batches(train, run.bptt)
@@ -132,17 +177,26 @@ def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
         say(f"iteration {step}/{total} (epoch {step / per_epoch:.2f}) val loss {val_loss:.3f} "
             f"entropy {[round(e, 3) for e in ents.tolist()]}")
 
-    def step(i: int) -> float:
+    if graph_safe:
+        loss_out = torch.zeros((), device=dev)  # each step's loss, read between replays
+
+        def graph_step(x: torch.Tensor, y: torch.Tensor) -> None:
+            loss_out.copy_(train_step(model, opt, run.clip, x, y))
+
+        stepper = GraphedSteps(graph_step) if captured(capture, dev) else graph_step
+
+    def step(i: int) -> torch.Tensor:
         if run.reset_optimizer_each_epoch and i > 1 and (i - 1) % per_epoch == 0:
-            opt.state.clear()  # a fresh optimiser (moments and step counts) at the start of each epoch
+            # a fresh optimiser (moments and step counts) at the start of each epoch
+            if graph_safe:
+                zero_optimizer_state(opt)
+            else:
+                opt.state.clear()
         x, y = get_batch(train, (i - 1) % per_epoch, run.bptt)
-        logits, _ = model(x)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), run.clip)
-        opt.step()
-        return loss.detach()  # summed on the device (no host sync per step)
+        if graph_safe:
+            stepper(x, y)
+            return loss_out  # (the loop adds it to its running sum before the next step rewrites it)
+        return train_step(model, opt, run.clip, x, y)  # summed on the device (no host sync per step)
 
     def load_log(logged: dict) -> None:
         log_rows[:] = logged["log_rows"]

@@ -41,7 +41,9 @@ def lm_runs(cfg: dict) -> dict[str, tuple[str, dict]]:
     """Every WikiText LM run, by name: (its dataset, its settings). Fig. 7's model variants ``fig7_<name>`` on
     ``fig7.dataset``; Fig. 10's learning rates ``fig10_<dataset>_lr<lr>`` on each of ``fig10.datasets``."""
     wiki = cfg["wikitext"]
-    common = {k: wiki[k] for k in LM_KEYS}
+    # the CUDA graphs switch (scan_snap.wikitext.cuda_graphs) only when on: the settings, and the estimate's probes of
+    # the runs, stay as they were without it
+    common = {k: wiki[k] for k in LM_KEYS} | ({"cuda_graphs": True} if wiki["cuda_graphs"] else {})
     f7, f10 = wiki["fig7"], wiki["fig10"]
     budget7 = {k: f7[k] for k in ("iterations", "log_every", "checkpoint_every")}
     budget10 = {k: f10[k] for k in ("iterations", "log_every", "checkpoint_every")}
