@@ -6,6 +6,11 @@ Checked from the scheduler's own records (the job-completion log, and the contro
 every training job went through SLURM with the CPUs, memory, time limit, partition and GPU request its
 rule declares, figure rules stayed local, and the tables equal those of a local run.
 
+A second run sends a language-model training longer than a minute to a partition whose time limit is one
+minute (issue 35): its runtime is capped to the limit, SLURM kills it there (TIMEOUT), the profile resubmits
+it, the next submission resumes from its last checkpoint, and its tables equal those of an uninterrupted
+local run byte for byte.
+
 Needs root (or SLURM and munge already installed) and Debian's packages; skipped with the reason
 otherwise. Set FEATLEARN_REQUIRE_SLURM=1 to make a cluster that does not start fail instead.
 """
@@ -21,12 +26,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 import yaml
 
-from wfutil import copy_workflow, overlay, snakemake
+from wfutil import REPO, copy_workflow, overlay, snakemake
 
 pytestmark = [pytest.mark.slurm, pytest.mark.workflow]
 
@@ -47,6 +53,22 @@ COMPUTE_RULES = {"scan_snap_generator", "scan_snap_syn_small", "scan_snap_adam",
 DEFAULTS = ("mem_mb=900", "runtime=7")
 # The GPU partition's time limit in the test's partitions file: below scan_snap_syn_medium's own 60 minutes.
 GPU_PARTITION_MINUTES = 50
+
+# A training longer than its partition allows: Scan and Snap's 1-layer Fig. 7 LM on WikiText-2 (the data
+# mirror), sized to LONG_TRAINING_S CPU seconds of training on this machine with a checkpoint every CHECKPOINT_S
+# seconds, through a partitions file whose one partition is the test cluster's `short` (MaxTime 1 minute).
+# slurmctld ends a job 60 to 90 s after it starts (it checks limits every 30 s, KillWait 5 s); on an otherwise
+# idle machine this job is killed once and finishes in its second submission. The profile's 3 retries are
+# raised to LONG_RETRIES: on a machine busy with other work the job's clock runs slower than its CPU time, and
+# each submission gets through less of it.
+LONG_TARGETS = ("results/scan_snap/lm/fig7_1layer_log.csv", "results/scan_snap/lm/fig7_1layer_maps.csv")
+LONG_RULE = "scan_snap_wikitext"
+LONG_LOG = "results/logs/scan_snap/wikitext_fig7_1layer.log"
+LONG_RESUME = "results/scan_snap/lm/fig7_1layer.resume/resume.pt"
+LONG_TRAINING_S = 100
+CHECKPOINT_S = 4
+LONG_RETRIES = 5
+WIKITEXT2_VOCAB = 33278  # the prepared WikiText-2 vocabulary: the output layer's size, most of a step's cost
 
 
 def _free_port_pair() -> int:
@@ -279,3 +301,185 @@ def test_outputs_equal_local_run(slurm_run, local_run):
         assert (work / table).read_bytes() == (local_run / table).read_bytes(), table
     for n in (3, 4, 5, 6, 8, 9, 11, 12):
         assert (work / "results" / "figures" / "scan_snap" / f"fig{n}.png").stat().st_size > 1000
+
+
+# ------------------------------------------------------------ a training longer than its partition allows
+
+
+# One training step of a WikiText LM timed as its job runs it: one thread, glibc told to keep freed memory (as
+# every featlearn command does, featlearn.allocator), Scan and Snap's recipe (featlearn.scan_snap.wikitext:
+# d_model 200, d_ff 200, 1 head, batch 20 x bptt 35, clipping 0.5). Prints the CPU seconds of one step, the
+# fewest of a few short blocks. CPU time, not wall time: other processes on the machine slow the job's clock,
+# never shorten it, so a training sized from this takes at least that long.
+STEP_TIMER = """
+import sys, time
+import torch
+import torch.nn.functional as F
+from featlearn.allocator import keep_freed_memory
+from featlearn.lm.model import LMConfig, TransformerLM
+
+keep_freed_memory()
+torch.set_num_threads(1)
+torch.manual_seed(0)
+vocab, n_layer, dropout, lr = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+model = TransformerLM(LMConfig(vocab=vocab, d_model=200, d_ff=200, n_head=1, n_layer=n_layer, dropout=dropout))
+opt = torch.optim.SGD(model.parameters(), lr=lr)
+x, y = torch.randint(0, vocab, (2, 20, 35))
+
+def step():
+    logits, _ = model(x)
+    loss = F.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+    opt.step()
+
+step()
+blocks = []
+for _ in range(4):
+    start = time.process_time()
+    for _ in range(3):
+        step()
+    blocks.append((time.process_time() - start) / 3)
+print(min(blocks))
+"""
+
+
+def _seconds_per_step(variant: dict) -> float:
+    """CPU seconds of one training step of the WikiText LM ``variant`` (its layers, dropout and learning rate)
+    on this machine, as its job runs it (STEP_TIMER)."""
+    args = [str(WIKITEXT2_VOCAB), str(variant["n_layer"]), str(variant["dropout"]), str(variant["lr"])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", STEP_TIMER, *args], capture_output=True, text=True, env=env, timeout=300,
+                         check=True)
+    return float(out.stdout.split()[-1])
+
+
+def _niced_snakemake(workdir: Path, *args: str, env: dict) -> subprocess.Popen:
+    """``snakemake`` as wfutil.snakemake runs it, started in the background at the lowest CPU priority (nice 19),
+    so that it takes no CPU time from the SLURM job beside it; its output goes to ``workdir``/snakemake.out."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("FEATLEARN_")}
+    full_env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + full_env.get("PATH", "")
+    full_env.update(env)
+    with open(workdir / "snakemake.out", "w") as out:
+        return subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "snakemake", *args], cwd=workdir, env=full_env,
+                                stdout=out, stderr=subprocess.STDOUT)
+
+
+@pytest.fixture(scope="module")
+def long_runs(cluster, shared_data, tmp_path_factory):
+    """The LM training of LONG_TARGETS through the SLURM profile with a partitions file whose one partition
+    allows 1 minute, and the same target run locally at the same time (uninterrupted, the reference)."""
+    state, env = cluster
+    wiki = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["scan_snap"]["wikitext"]
+    per_step = _seconds_per_step(wiki["fig7"]["variants"]["1layer"])
+    every = max(1, round(CHECKPOINT_S / per_step))
+    iterations = every * max(2, round(LONG_TRAINING_S / per_step / every))
+    fig7 = {"iterations": iterations, "log_every": 5 * every, "checkpoint_every": every, "map_steps": [0, iterations]}
+    data = {"FEATLEARN_DATA_MIRROR": str(shared_data), "FEATLEARN_OFFLINE": "1"}
+    local, work = (copy_workflow(tmp_path_factory.mktemp(name) / "wf") for name in ("long_local", "long_slurm"))
+    for wf in (local, work):
+        name = overlay(wf, "long.yaml", {"wikitext2": "auto"})
+        config = yaml.safe_load((wf / name).read_text())
+        (wf / name).write_text(yaml.safe_dump({**config, "scan_snap": {"wikitext": {"fig7": fig7}}}))
+    # the profile's GPU partition with a 1-minute limit, named as the test cluster's partition that has it
+    parts = yaml.safe_load((work / "profiles/slurm/partitions.yaml").read_text())["partitions"]
+    short = {**parts["gpu"], "max_runtime": 1}
+    (work / "profiles/slurm/partitions.yaml").write_text(yaml.safe_dump({"partitions": {"short": short}}))
+    run = (*LONG_TARGETS, "--configfile", "config/smoke.yaml", "long.yaml")
+    start = time.time()
+    reference = _niced_snakemake(local, *run, "--cores", "2", env=data)
+    try:
+        result = _ok(
+            snakemake(
+                work,
+                *run,
+                "--workflow-profile",
+                "profiles/slurm",
+                "--retries",
+                str(LONG_RETRIES),
+                "--config",
+                "device=auto",
+                "--default-resources",
+                *DEFAULTS,
+                "--slurm-status-command",
+                "squeue",
+                "--slurm-init-seconds-before-status-checks",
+                "2",
+                "--slurm-keep-successful-logs",
+                env={**env, **data},
+                timeout=1500,
+            )
+        )
+        reference.wait(timeout=900)
+        _ok(subprocess.CompletedProcess(reference.args, reference.returncode, "", (local / "snakemake.out").read_text()))
+    finally:
+        if reference.poll() is None:
+            reference.terminate()
+            reference.wait(timeout=60)
+    print(f"long LM run ({iterations} steps sized at {per_step:.2f} CPU-s each, a checkpoint every {every}): SLURM and "
+          f"local side by side {time.time() - start:.0f} s", file=sys.stderr)
+    return work, local, state, result.stdout + result.stderr, fig7
+
+
+def _long_submissions(log: str) -> list[str]:
+    """SLURM job ids of the long LM job's submissions, in order."""
+    return re.findall(rf"Job \d+ has been submitted with SLURM jobid (\d+) \(log: \S*/rule_{LONG_RULE}/", log)
+
+
+@pytest.mark.shared_data
+def test_a_training_longer_than_its_partition_allows_is_killed_at_the_limit_and_resubmitted(long_runs):
+    work, _, state, log, _ = long_runs
+    run_id = re.search(r"SLURM run ID: (\S+)", log).group(1)
+    ids = _long_submissions(log)
+    records = _jobcomp(state)
+    assert len(ids) >= 2, f"submitted {len(ids)} time(s): {[records.get(i) for i in ids]}"
+    assert len(ids) <= LONG_RETRIES + 1
+    for n, slurm_id in enumerate(ids):
+        record = records[slurm_id]
+        what = f"submission {n + 1} of {len(ids)} (SLURM job {slurm_id}): {record}"
+        assert record["Name"] == run_id and record["Partition"] == "short", what
+        # the rule asks 2 hours or more; capped at the partition's limit, so it fits and is not sent elsewhere
+        assert record["TimeLimit"] == "1", what
+        seconds = (datetime.fromisoformat(record["EndTime"]) - datetime.fromisoformat(record["StartTime"])).total_seconds()
+        if n < len(ids) - 1:
+            # killed by the scheduler at its limit: after a minute, within slurmctld's 30-s check and KillWait
+            assert record["JobState"] == "TIMEOUT", what
+            assert 60 <= seconds <= 60 + 30 + 5 + 10, what
+            assert f"SLURM-job '{slurm_id}' failed, SLURM status is: 'TIMEOUT'" in log, what
+        else:
+            assert record["JobState"] == "COMPLETED" and record["ExitCode"] == "0:0", what
+            assert seconds <= 60 + 30 + 5, what
+    # the first submission was stopped in the middle of its training, by SLURM's time limit
+    first = next((work / ".snakemake" / "slurm_logs").rglob(f"rule_{LONG_RULE}/*/{ids[0]}.log")).read_text()
+    assert f"JOB {ids[0]} ON localnode CANCELLED AT" in first and "DUE TO TIME LIMIT" in first, first[-2000:]
+
+
+@pytest.mark.shared_data
+def test_the_resubmitted_training_resumed_from_its_checkpoint(long_runs):
+    work, _, _, log, fig7 = long_runs
+    # each submission's job log: those of the failed ones as Snakemake printed them, then the last one
+    logs = re.findall(rf"Logfile {re.escape(LONG_LOG)}:\n=+\n(.*?)\n=+\n", log, re.S) + [(work / LONG_LOG).read_text()]
+    assert len(logs) == len(_long_submissions(log))
+    assert "resuming" not in logs[0] and "discarding" not in "".join(logs)
+    resumed = re.search(r"resuming at step (\d+) from (\S+)", logs[1])  # the submission after the time limit
+    assert resumed, logs[1][-2000:]
+    step = int(resumed.group(1))
+    assert 0 < step < fig7["iterations"] and step % fig7["checkpoint_every"] == 0, logs[1][-2000:]
+    assert resumed.group(2) == LONG_RESUME
+    last = re.search(r"resuming at step (\d+)", logs[-1])
+    assert f"done: {fig7['iterations'] - (int(last.group(1)) if last else 0)} steps" in logs[-1], logs[-1][-2000:]
+    assert not (work / LONG_RESUME).exists()  # removed once the tables were written
+
+
+@pytest.mark.shared_data
+def test_resumed_tables_equal_an_uninterrupted_local_run(long_runs):
+    work, local, _, _, fig7 = long_runs
+    text = (local / LONG_LOG).read_text()
+    assert "resuming" not in text
+    done = re.search(r"done: (\d+) steps in (\d+)s", text)
+    assert done and int(done.group(1)) == fig7["iterations"], text[-2000:]
+    # the premise: uninterrupted, the training takes longer than the partition allows
+    assert int(done.group(2)) > 60, f"the training was sized too short for the 1-minute limit: {done.group(0)}"
+    for table in LONG_TARGETS:
+        assert (work / table).read_bytes() == (local / table).read_bytes(), table

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,7 +15,9 @@ import torch
 
 from featlearn.io import write_csv
 from featlearn.seeding import SEED_STRIDE, derived_seed
-from featlearn.training import RESUME_FILE, resumable_training
+from featlearn.training import IDENTITY_ENV, RESUME_FILE, remove_checkpoint, resumable_training
+
+SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 def _run(work, total=12, eval_every=5, checkpoint_every=3, die_at=None, settings=None, log=lambda m: None, as_tensor=False):
@@ -103,6 +111,76 @@ def test_checkpoint_of_other_settings_or_code_is_discarded(tmp_path, monkeypatch
     start, resumed = _run(tmp_path / "c")
     assert start == 3
     pd.testing.assert_frame_equal(resumed, straight)
+
+
+def test_inside_a_compute_job_the_checkpoint_outlives_the_last_step(tmp_path, monkeypatch):
+    """A compute job (run identity set) keeps its checkpoint after the last step, for the compute command to remove
+    once the tables are written: a job killed between its last step and its tables resumes from its last
+    checkpoint and gives the same log, instead of starting over."""
+    _, straight = _run(tmp_path / "clean")
+    assert not (tmp_path / "clean" / RESUME_FILE).exists()  # outside a compute job: removed at the end
+    monkeypatch.setenv(IDENTITY_ENV, '{"code": "c", "threads": 1}')
+    _, done = _run(tmp_path / "a")
+    pd.testing.assert_frame_equal(done, straight)
+    assert torch.load(tmp_path / "a" / RESUME_FILE, weights_only=True)["step"] == 9  # the last one before step 12
+    start, again = _run(tmp_path / "a")  # killed before its tables: rerun
+    assert start == 9
+    pd.testing.assert_frame_equal(again, straight)
+    (tmp_path / "a" / f".{RESUME_FILE}.x1y2.part").write_bytes(b"half")  # a save killed half-way
+    remove_checkpoint(tmp_path / "a")
+    assert not any((tmp_path / "a").iterdir())
+
+
+# A compute job that trains a tiny model with the resumable loop, then fails before writing its output when
+# its settings say so (as a job the scheduler kills after its last step), else writes its step of departure.
+CKPT_JOB = """
+import json, torch
+from featlearn.training import resumable_training
+
+def job(settings, inputs, outputs, ctx):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(i):
+        x = torch.randn(8, 3)
+        loss = ((model(x) - x.sum(dim=1, keepdim=True)) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    start = resumable_training(model, opt, total=10, step=step, record=lambda i, loss: None, eval_every=5,
+                               checkpoint_every=4, work_dir=ctx.work_dir, settings={}, log=lambda m: None)
+    if settings.get("fail"):
+        raise RuntimeError("killed before its tables")
+    with open(outputs["out"], "w") as fh:
+        json.dump({"start": start, "weight": model.weight.tolist()}, fh)
+"""
+
+
+def test_a_compute_job_that_dies_before_its_outputs_resumes_and_removes_its_checkpoint_once_they_are_written(tmp_path):
+    (tmp_path / "ckpt_job.py").write_text(CKPT_JOB)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FEATLEARN_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), str(tmp_path)])
+
+    def compute(work, out, settings):
+        cmd = [sys.executable, "-m", "featlearn", "compute", "--run", "ckpt_job:job", "--settings", json.dumps(settings),
+               "--outputs", json.dumps({"out": str(out)}), "--threads", "1", "--device", "cpu", f"--work-dir={work}"]
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+
+    work, out = tmp_path / "work", tmp_path / "out.json"
+    failed = compute(work, out, {"fail": True})
+    assert failed.returncode != 0 and not out.exists(), failed.stderr
+    assert torch.load(work / RESUME_FILE, weights_only=True)["step"] == 8  # kept past the last step (10)
+    (work / f".{RESUME_FILE}.x1y2.part").write_bytes(b"half")  # a save killed half-way
+    resumed = compute(work, out, {})
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(out.read_text())["start"] == 8
+    assert not any(work.iterdir())  # the outputs are written: checkpoint and partial save removed
+    clean = compute(tmp_path / "clean", tmp_path / "clean.json", {})
+    assert clean.returncode == 0, clean.stderr
+    assert json.loads((tmp_path / "clean.json").read_text()) == {**json.loads(out.read_text()), "start": 0}
 
 
 def test_derived_seeds_are_the_stride_formula_and_never_collide():

@@ -10,7 +10,10 @@ a job killed at any point and rerun continues from its last checkpoint; on the C
 uninterrupted run (tests kill one with SIGKILL). A checkpoint is used only if it was written under the same
 settings and the same run identity (code, inputs, numeric threads, device: set by ``python -m featlearn
 compute`` in the environment variable ``FEATLEARN_RUN_IDENTITY``); any other is discarded with a log line and
-the run starts afresh, so a resumed table never mixes two versions of the code.
+the run starts afresh, so a resumed table never mixes two versions of the code. Inside a compute job (a run
+identity is set) the checkpoint outlives the last step: the compute command removes it once the job's outputs
+are written, so a job killed between its last step and its tables (at a scheduler's time limit, say) resumes
+instead of starting over.
 """
 
 from __future__ import annotations
@@ -55,9 +58,10 @@ def resumable_training(
     keep_checkpoint: bool = False,
 ) -> int:
     """Train ``model`` from step 1 (or from the checkpoint in ``work_dir``) to ``total``; returns the step
-    it started from. ``settings`` identifies the run: a checkpoint saved under other settings raises.
-    The checkpoint is removed once the last step is done (the caller's tables are then the result), or
-    with ``keep_checkpoint`` left for the caller to remove with :func:`remove_checkpoint` once its
+    it started from. ``settings`` identifies the run: a checkpoint saved under other settings or another run
+    identity is discarded. The checkpoint is removed once the last step is done, except inside a compute job
+    (a run identity is set), whose command removes it once the job's outputs are written, or with
+    ``keep_checkpoint``, which leaves it for the caller to remove with :func:`remove_checkpoint` once its
     results are written (for a long evaluation after the last step).
 
     ``step`` may return its loss as a 0-dim tensor: the running sum then stays on the device (in float64, the
@@ -118,7 +122,7 @@ def resumable_training(
                     },
                     tmp,
                 )
-    if not keep_checkpoint:
+    if not keep_checkpoint and not identity:
         remove_checkpoint(work)
     log(f"done: {total - start} steps in {time.perf_counter() - t0:.0f}s")
     return start
@@ -142,5 +146,8 @@ def _duration(seconds: float) -> str:
 
 
 def remove_checkpoint(work_dir: str | os.PathLike) -> None:
-    """Delete the resume checkpoint of a finished run."""
-    (Path(work_dir) / RESUME_FILE).unlink(missing_ok=True)
+    """Delete the resume checkpoint of a finished run, and any partial one a killed save left behind."""
+    work = Path(work_dir)
+    (work / RESUME_FILE).unlink(missing_ok=True)
+    for part in work.glob(f".{RESUME_FILE}.*.part"):  # featlearn.io.atomic_path's temporary files
+        part.unlink(missing_ok=True)

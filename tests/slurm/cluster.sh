@@ -13,7 +13,7 @@
 # Known to work with Debian 12's SLURM 22.05 run as root: proctrack/linuxproc and task/none (no
 # cgroups needed), select/cons_tres with CPUs and memory as consumable resources, no accounting
 # database; finished jobs are recorded by jobcomp/filetxt in STATE/jobcomp.log, one line per job
-# with its partition, time limit, CPU count and TRES (memory).
+# with its partition, time limit, CPU count and TRES (memory), and its state (COMPLETED, TIMEOUT, ...).
 set -euo pipefail
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
@@ -118,6 +118,10 @@ JobCompLoc=$state/jobcomp.log
 # Finished jobs stay visible to squeue and scontrol for an hour: the executor plugin polls squeue
 # for job states, and the test reads the controller's job records after the run.
 MinJobAge=3600
+# A job past its time limit gets SIGTERM, and SIGKILL KillWait seconds later (SLURM's default is 30). slurmctld
+# looks for jobs past their limit every 30 seconds, so a job with a 1-minute limit ends 60 to 90 s after it starts.
+KillWait=5
+OverTimeLimit=0
 ReturnToService=2
 SlurmctldTimeout=30
 SlurmdTimeout=30
@@ -125,11 +129,14 @@ SlurmdTimeout=30
 # scheduled and recorded as on a GPU node, and run on the CPU (PyTorch finds no CUDA device).
 GresTypes=gpu
 NodeName=localnode NodeHostname=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb Gres=gpu:1 State=UNKNOWN
-# Two partitions on the one node, named as in profiles/slurm. The cpu partition is GPU-less by rule:
-# job_submit.lua (read from this file's folder) refuses a job that asks it for a GPU, so a GPU job sent
-# to the cpu partition fails at submission, as on a cluster whose cpu nodes have no GPU.
+# Two partitions on the one node, named as in profiles/slurm (and a third, short, below). The cpu partition
+# is GPU-less by rule: job_submit.lua (read from this file's folder) refuses a job that asks it for a GPU, so
+# a GPU job sent to the cpu partition fails at submission, as on a cluster whose cpu nodes have no GPU.
 PartitionName=cpu Nodes=localnode Default=YES MaxTime=INFINITE State=UP
 PartitionName=gpu Nodes=localnode Default=NO MaxTime=INFINITE State=UP
+# A partition with a 1-minute time limit: the test of a training longer than its partition allows, which is
+# killed at the limit, resubmitted and resumed from its checkpoint.
+PartitionName=short Nodes=localnode Default=NO MaxTime=1 State=UP
 JobSubmitPlugins=lua
 EOF
     cat >"$state/job_submit.lua" <<'EOF'
@@ -185,7 +192,7 @@ stop() {
     export SLURM_CONF="$state/slurm.conf"
     if [ -s "$state/slurmctld.pid" ]; then
         # Cancel this cluster's jobs and let slurmd clean up their steps before it stops.
-        scancel --full --partition=cpu,gpu 2>/dev/null || true
+        scancel --full --partition=cpu,gpu,short 2>/dev/null || true
         wait_for 20 bash -c '[ -z "$(squeue --noheader --states=PENDING,RUNNING,COMPLETING 2>/dev/null)" ]' || true
     fi
     stop_pidfile "$state/slurmd.pid"

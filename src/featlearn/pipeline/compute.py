@@ -89,6 +89,12 @@ def _main(args) -> None:
     os.environ[IDENTITY_ENV] = json.dumps(run_identity(inputs, args.threads, ctx.device, args.precision), sort_keys=True)
     with arithmetic:
         run_job(args.run, json.loads(args.settings), inputs, json.loads(args.outputs), ctx)
+    if ctx.work_dir:
+        # the outputs are written: the job's resume checkpoint, kept past its last step until now (so that a job
+        # killed before its tables resumes rather than restarts, featlearn.training), is no longer needed
+        from featlearn.training import remove_checkpoint
+
+        remove_checkpoint(ctx.work_dir)
 
 
 def register(sub) -> None:
