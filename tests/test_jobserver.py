@@ -262,9 +262,11 @@ def test_a_silent_connection_does_not_stall_the_jobs_behind_it(server, tmp_path)
     assert took < jobserver.REQUEST_TIMEOUT_S + 30
 
 
-def test_a_server_that_closes_before_starting_the_job_lets_the_client_run_it(tmp_path):
+@pytest.mark.parametrize("read", [65536, 0])
+def test_a_server_that_closes_before_starting_the_job_lets_the_client_run_it(tmp_path, read):
     """A server stopped while still warming up (it accepted nothing, or closed the connection before a worker
-    started): the client runs the job itself instead of failing it."""
+    started): the client runs the job itself instead of failing it, and says so, whether the close came after the
+    request was read, or while it was still being sent (``read`` 0: closed at once)."""
     import socket
     import threading
 
@@ -277,7 +279,8 @@ def test_a_server_that_closes_before_starting_the_job_lets_the_client_run_it(tmp
     def accept_then_close():  # reads the request as a warming server would, then ends without an answer
         conn, _ = listener.accept()
         try:
-            conn.recv(65536)
+            if read:
+                conn.recv(read)
         finally:
             conn.close()
 

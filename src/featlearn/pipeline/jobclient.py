@@ -72,9 +72,15 @@ def run_via_server(argv: list[str], environ=os.environ) -> int | None:
     stdin = 0 if _is_open(0) else os.open(os.devnull, os.O_RDONLY)
     try:
         sock.connect(path)
-        _send(sock, {"argv": list(argv), "cwd": os.getcwd(), "env": dict(environ)}, [stdin, 1, 2])
     except (OSError, ValueError):  # no server (or it is gone): nothing was started, so run the job here
         sock.close()
+        return None
+    try:
+        _send(sock, {"argv": list(argv), "cwd": os.getcwd(), "env": dict(environ)}, [stdin, 1, 2])
+    except (OSError, ValueError) as exc:  # it closed while the request was on its way: nothing was started
+        sock.close()
+        print(f"featlearn: job server: closed before it started this job ({exc}); running in this process",
+              file=sys.stderr, flush=True)
         return None
     try:
         started, _ = _recv(sock)  # {"started": pid} once a worker runs the job, or {"refused": why}
