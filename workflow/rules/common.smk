@@ -286,6 +286,19 @@ def job_limit(job, key):
     return limit
 
 
+def capped_runtime(minutes):
+    """The runtime (minutes, or a function of the wildcards) of a rule that is not a registry job (data
+    preparation), capped like a job's at the longest time limit of the CPU partitions of a SLURM run, so that it
+    is sent to a partition that exists rather than to the cluster's default."""
+
+    def limit(wildcards):
+        value = minutes(wildcards) if callable(minutes) else minutes
+        cap = featlearn.pipeline.sizing.partition_runtime_cap(partition_config(), False)
+        return value if cap is None else min(value, cap)
+
+    return limit
+
+
 def partition_config():
     """The partitions file of a SLURM run (slurm-partition-config), or None on any other executor."""
     settings = getattr(workflow, "executor_settings", None)

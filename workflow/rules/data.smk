@@ -51,7 +51,7 @@ rule data_prepare_classification:
     threads: 1
     resources:
         mem_mb=4000,
-        runtime=30,
+        runtime=capped_runtime(30),
     params:
         **usage_param(f"{BENCH}/data/prepare_{{name}}.tsv"),
         raw_dir=lambda wc: f"{RAW}/{PREPARED[wc.name].raw}",
@@ -86,7 +86,7 @@ rule data_prepare_lm:
     threads: 1
     resources:
         mem_mb=lambda wc: 12000 if wc.name == "wikitext103" else 4000,
-        runtime=lambda wc: 120 if wc.name == "wikitext103" else 30,
+        runtime=capped_runtime(lambda wc: 120 if wc.name == "wikitext103" else 30),
     params:
         **usage_param(f"{BENCH}/data/prepare_{{name}}.tsv"),
         raw_dir=lambda wc: f"{RAW}/{PREPARED[wc.name].raw}",
@@ -118,7 +118,7 @@ rule data_prepare_chars:
     threads: 1
     resources:
         mem_mb=2000,
-        runtime=10,
+        runtime=capped_runtime(10),
     params:
         **usage_param(f"{BENCH}/data/prepare_{{name}}.tsv"),
         raw_dir=lambda wc: f"{RAW}/{PREPARED[wc.name].raw}",
