@@ -51,6 +51,12 @@ COMPUTE_RULES = {"scan_snap_generator", "scan_snap_syn_small", "scan_snap_adam",
 # Resources of rules that declare none: values no rule of the target uses, so that a job that got
 # them instead of its rule's own would show.
 DEFAULTS = ("mem_mb=900", "runtime=7")
+# How the tests run the SLURM profile on the test cluster. The profile's account is a placeholder: DEFAULTS replace
+# it (no accounts here). No accounting database: job states come from squeue (finished jobs stay listed for
+# MinJobAge), and the plugin's first status check comes early for these short jobs.
+SLURM_ARGS = ("--workflow-profile", "profiles/slurm", "--config", "device=auto", "--default-resources", *DEFAULTS,
+              "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2",
+              "--slurm-keep-successful-logs")
 # The GPU partition's time limit in the test's partitions file: below scan_snap_syn_medium's own 60 minutes.
 GPU_PARTITION_MINUTES = 50
 
@@ -153,20 +159,7 @@ def slurm_run(cluster, tmp_path_factory):
             work,
             *SMOKE,
             overlay(work, "off.yaml"),
-            "--workflow-profile",
-            "profiles/slurm",
-            "--config",
-            "device=auto",
-            # The profile's account is a placeholder: replace it (no accounts here).
-            "--default-resources",
-            *DEFAULTS,
-            # No accounting database: job states come from squeue (finished jobs stay listed for
-            # MinJobAge), and the plugin's first status check comes early for these short jobs.
-            "--slurm-status-command",
-            "squeue",
-            "--slurm-init-seconds-before-status-checks",
-            "2",
-            "--slurm-keep-successful-logs",
+            *SLURM_ARGS,
             env=env,
             timeout=900,
         )
@@ -394,19 +387,9 @@ def long_runs(cluster, shared_data, tmp_path_factory):
             snakemake(
                 work,
                 *run,
-                "--workflow-profile",
-                "profiles/slurm",
+                *SLURM_ARGS,
                 "--retries",
                 str(LONG_RETRIES),
-                "--config",
-                "device=auto",
-                "--default-resources",
-                *DEFAULTS,
-                "--slurm-status-command",
-                "squeue",
-                "--slurm-init-seconds-before-status-checks",
-                "2",
-                "--slurm-keep-successful-logs",
                 env={**env, **data},
                 timeout=1500,
             )

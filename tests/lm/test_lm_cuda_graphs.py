@@ -92,25 +92,30 @@ def test_zeroing_an_optimiser_in_place_is_a_fresh_optimiser():
     assert all(float(s["step"]) == 1 for s in fresh.state.values())
 
 
+def _killed_after(steps: int, monkeypatch, train) -> None:
+    """Run ``train`` with the training batches cut off after ``steps`` (the job killed there), then restore them."""
+    batches = {"n": 0}
+    get_batch = LT.get_batch
+
+    def dies(columns, i, bptt):
+        batches["n"] += columns.shape[1] == TINY["batch_size"]  # training windows (evaluations read 2 streams)
+        if batches["n"] > steps:
+            raise KeyboardInterrupt("killed")
+        return get_batch(columns, i, bptt)
+
+    monkeypatch.setattr(LT, "get_batch", dies)
+    with pytest.raises(KeyboardInterrupt):
+        train()
+    monkeypatch.setattr(LT, "get_batch", get_batch)
+
+
 @pytest.mark.parametrize("opt", [SGD, ADAM])
 def test_a_resumed_graph_safe_run_equals_an_uninterrupted_one(tmp_path, monkeypatch, opt):
     """The graph-safe step resumes from a checkpoint as the eager one does (Adam's step counts back on the parameters'
     device): a run stopped after step 17, rerun from its checkpoint of step 15, gives the uninterrupted tables."""
     kw = dict(**opt, iterations=24, checkpoint_every=5, cuda_graphs=True)
     clean = _train(tmp_path, "clean", capture=False, **kw)
-    batches = {"n": 0}
-    get_batch = LT.get_batch
-
-    def dies_after_17(columns, i, bptt):
-        batches["n"] += columns.shape[1] == TINY["batch_size"]  # training windows (evaluations read 2 streams)
-        if batches["n"] > 17:
-            raise KeyboardInterrupt("killed")
-        return get_batch(columns, i, bptt)
-
-    monkeypatch.setattr(LT, "get_batch", dies_after_17)
-    with pytest.raises(KeyboardInterrupt):
-        _train(tmp_path, "killed", capture=False, **kw)
-    monkeypatch.setattr(LT, "get_batch", get_batch)
+    _killed_after(17, monkeypatch, lambda: _train(tmp_path, "killed", capture=False, **kw))
     assert torch.load(tmp_path / "killed" / "resume.pt", weights_only=True)["step"] == 15
     resumed = _train(tmp_path, "killed", capture=False, **kw)
     pd.testing.assert_frame_equal(clean["log"], resumed["log"], check_exact=True)
@@ -137,19 +142,7 @@ def test_a_resumed_captured_run_equals_an_uninterrupted_one(tmp_path, monkeypatc
     capture) gives the tables of the uninterrupted captured run, up to float rounding."""
     kw = dict(**opt, iterations=30, checkpoint_every=5, log_every=5, cuda_graphs=True)
     clean = _train(tmp_path, "clean", "cuda", **kw)
-    batches = {"n": 0}
-    get_batch = LT.get_batch
-
-    def dies_after_17(columns, i, bptt):
-        batches["n"] += columns.shape[1] == TINY["batch_size"]  # training windows (evaluations read 2 streams)
-        if batches["n"] > 17:
-            raise KeyboardInterrupt("killed")
-        return get_batch(columns, i, bptt)
-
-    monkeypatch.setattr(LT, "get_batch", dies_after_17)
-    with pytest.raises(KeyboardInterrupt):
-        _train(tmp_path, "killed", "cuda", **kw)
-    monkeypatch.setattr(LT, "get_batch", get_batch)
+    _killed_after(17, monkeypatch, lambda: _train(tmp_path, "killed", "cuda", **kw))
     resumed = _train(tmp_path, "killed", "cuda", **kw)
     _close(clean, resumed, rtol=1e-5, atol=1e-6)
 
