@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -134,6 +135,11 @@ def test_compute_command_runs_a_registry_job(tmp_path):
     rc = main(["compute", "--run", "featlearn.scan_snap.experiments:theory_tables", "--settings", json.dumps(cfg),
                "--outputs", json.dumps(outputs), "--threads", "1", "--device", "cpu"])
     assert rc == 0
+    # the run identity was the job's only: this process is outside a compute job again (it decides whether a
+    # training keeps its checkpoint past the last step, featlearn.training)
+    from featlearn.training import IDENTITY_ENV
+
+    assert IDENTITY_ENV not in os.environ
     rows = list(csv.DictReader(open(outputs["decoder"])))
     assert len(rows) == 21 and float(rows[0]["h_discrete"]) == pytest.approx(float(rows[0]["h_continuous"]))
 

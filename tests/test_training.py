@@ -20,6 +20,12 @@ from featlearn.training import IDENTITY_ENV, RESUME_FILE, remove_checkpoint, res
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
+
+@pytest.fixture(autouse=True)
+def _outside_a_compute_job(monkeypatch):
+    """Each test starts outside a compute job (no run identity), whatever ran before it in this process."""
+    monkeypatch.delenv(IDENTITY_ENV, raising=False)
+
 def _run(work, total=12, eval_every=5, checkpoint_every=3, die_at=None, settings=None, log=lambda m: None, as_tensor=False):
     """A tiny regression trained with dropout-free SGD on batches drawn from its own generator."""
     torch.manual_seed(0)

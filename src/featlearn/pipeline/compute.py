@@ -86,9 +86,18 @@ def _main(args) -> None:
     print(f"featlearn: device {describe_job_device(ctx.device)} (asked: {args.device}); "
           f"torch threads {torch.get_num_threads()}; precision {precision.describe(args.precision)}", flush=True)
     inputs = json.loads(args.inputs)
+    # the run identity holds for this job only: a caller that runs several jobs in one process (a test, a worker)
+    # gets its own environment back
+    before = os.environ.get(IDENTITY_ENV)
     os.environ[IDENTITY_ENV] = json.dumps(run_identity(inputs, args.threads, ctx.device, args.precision), sort_keys=True)
-    with arithmetic:
-        run_job(args.run, json.loads(args.settings), inputs, json.loads(args.outputs), ctx)
+    try:
+        with arithmetic:
+            run_job(args.run, json.loads(args.settings), inputs, json.loads(args.outputs), ctx)
+    finally:
+        if before is None:
+            os.environ.pop(IDENTITY_ENV, None)
+        else:
+            os.environ[IDENTITY_ENV] = before
     if ctx.work_dir:
         # the outputs are written: the job's resume checkpoint, kept past its last step until now (so that a job
         # killed before its tables resumes rather than restarts, featlearn.training), is no longer needed
