@@ -12,7 +12,7 @@ discriminate.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -23,11 +23,11 @@ SHUFFLED = "shuffled {label} within each {blocks}"
 
 
 def shuffled_labels(df: pd.DataFrame, label: str, blocks: Sequence[str], draws: int = DRAWS,
-                    seed: int = 0) -> list[pd.DataFrame]:
-    """``draws`` copies of ``df`` whose column ``label`` is relabelled within each group of ``blocks`` by a random
-    permutation of that group's distinct labels: every row of one run keeps one label (a run's whole history moves
-    together), and a table with one row per condition and block is simply shuffled. Seeded: the draws are the same
-    on every run."""
+                    seed: int = 0) -> Iterator[pd.DataFrame]:
+    """``draws`` copies of ``df``, one at a time, whose column ``label`` is relabelled within each group of
+    ``blocks`` by a random permutation of that group's distinct labels: every row of one run keeps one label (a
+    run's whole history moves together), and a table with one row per condition and block is simply shuffled.
+    Seeded: the draws are the same on every run."""
     if label in blocks:
         raise ValueError(f"the shuffled column {label!r} cannot also define the blocks")
     rng = np.random.default_rng(seed)
@@ -40,13 +40,15 @@ def shuffled_labels(df: pd.DataFrame, label: str, blocks: Sequence[str], draws: 
         idx = np.asarray(idx)
         distinct, code = np.unique(values[idx], return_inverse=True)
         parts.append((idx, distinct, code))
-    out = []
-    for _ in range(draws):
-        shuffled = values.copy()
-        for idx, distinct, code in parts:
-            shuffled[idx] = distinct[rng.permutation(len(distinct))][code]
-        out.append(df.assign(**{label: shuffled}))
-    return out
+
+    def copies():  # one copy alive at a time: a long training history times 200 draws would not fit
+        for _ in range(draws):
+            shuffled = values.copy()
+            for idx, distinct, code in parts:
+                shuffled[idx] = distinct[rng.permutation(len(distinct))][code]
+            yield df.assign(**{label: shuffled})
+
+    return copies()
 
 
 def shuffle_null(df: pd.DataFrame, label: str, blocks: Sequence[str], statistic: Callable[[pd.DataFrame], float],
