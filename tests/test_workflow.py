@@ -273,3 +273,38 @@ def test_training_hyperparameter_change_reruns_only_its_runs(smoke_run):
     assert "fig_joma_8" in out and "paper_claims" in out
     for cached in ("fig_joma_6", "joma_table1_cell", "joma_sim_softmax", "scan_snap_wikitext", "data_prepare"):
         assert cached not in out
+
+
+def test_committed_paper_scale_evidence_reruns_and_shows_on_the_pages(smoke_run):
+    """A figure's committed paper-scale evidence (evidence/paper/<paper>/<rule>/) is an input of the scorecard and of
+    its paper's results page: committing it reruns both (and nothing else), and they show its verdicts beside the
+    run's own. Planted here from the smoke run's own Fig. 4 with its record marked paper scale; removed after."""
+    import shutil
+
+    from featlearn.pipeline.claims import read_claims, write_claims
+
+    work, env, _ = smoke_run
+    results = work / "results"
+    folder = work / "evidence" / "paper" / "joma" / "fig_joma_4"
+    folder.mkdir(parents=True)
+    try:
+        shutil.copy2(results / "figures" / "joma" / "fig4.png", folder / "fig4.png")
+        ids = {c.claim_id for c in read_claims(results / "joma" / "claims" / "4.csv")}
+        rows = [c for c in read_claims(results / "joma" / "claims.csv") if c.claim_id in ids]
+        write_claims(folder / "claims.csv", rows)
+        run = {**json.loads((results / "run.json").read_text()), "scale": "paper"}
+        (folder / "record.json").write_text(json.dumps({"paper": "joma", "rule": "fig_joma_4", "label": "Fig. 4",
+                                                        "files": ["fig4.png"], "jobs": [], "run": run}))
+        dry = check_ok(snakemake(work, *SMOKE, "-n", "--quiet", "rules", env=env)).stdout
+        assert "scorecard" in dry and "paper_page" in dry and "joma_eq6" not in dry and "fig_joma_4" not in dry
+        check_ok(snakemake(work, *SMOKE, env=env))
+        scorecard = (results / "scorecard.md").read_text()
+        assert "Paper-scale evidence (`evidence/paper/`" in scorecard and "1 figure: joma Fig. 4" in scorecard
+        assert "| verdict | paper scale |" in scorecard
+        page = (results / "joma" / "README.md").read_text()
+        assert "![Fig. 4 at paper scale](../../evidence/paper/joma/fig_joma_4/fig4.png)" in page
+        assert "Paper-scale evidence: none committed for this paper yet" in (results / "scan_snap" / "README.md").read_text()
+    finally:
+        shutil.rmtree(work / "evidence")
+        check_ok(snakemake(work, *SMOKE, env=env))  # the pages without it again, for the tests that follow
+    assert "paper scale |" not in (results / "scorecard.md").read_text()

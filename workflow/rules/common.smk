@@ -32,6 +32,7 @@ from featlearn.pipeline.workflow import (
 )
 
 import featlearn.devices
+import featlearn.pipeline.evidence
 import featlearn.pipeline.jobclient
 import featlearn.pipeline.jobserver
 import featlearn.pipeline.sizing
@@ -50,6 +51,10 @@ LOGS = f"{RESULTS}/logs"
 BENCH = f"{RESULTS}/benchmarks"
 ENV = "../../envs/featlearn.yaml"
 SCALE = config["scale"]
+# Committed results of paper-scale runs, figure by figure (featlearn.pipeline.evidence): the scorecard and the
+# results pages show them beside this run's verdicts, and rerun when they change. They belong to the repository,
+# so they are found beside the Snakefile whatever the working directory.
+EVIDENCE = os.path.relpath(Path(workflow.basedir) / featlearn.pipeline.evidence.EVIDENCE_DIR)
 
 DATASET_STATUS = dataset_status(config, RAW)
 PREPARED_ON = prepared_enabled(DATASET_STATUS)

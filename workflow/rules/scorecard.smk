@@ -35,6 +35,7 @@ rule scorecard:
     input:
         claims=[f"{RESULTS}/{p}/claims.csv" for p in PAPERS if config["papers"][p]],
         run=RUN_RECORD,
+        evidence=featlearn.pipeline.evidence.evidence_inputs(EVIDENCE),
     output:
         csv=f"{RESULTS}/scorecard.csv",
         md=f"{RESULTS}/scorecard.md",
@@ -50,10 +51,11 @@ rule scorecard:
         ENV
     params:
         skipped=json.dumps(SKIPPED, sort_keys=True),
+        evidence=EVIDENCE,
     shell:
         "python -m featlearn scorecard --out-csv {output.csv} --out-md {output.md}"
         " --out-html {output.html} --run {input.run} --skipped {params.skipped:q}"
-        " {input.claims} > {log} 2>&1"
+        " --evidence {params.evidence:q} {input.claims} > {log} 2>&1"
 
 
 rule run_record:
@@ -83,6 +85,9 @@ rule paper_page:
         targets=lambda wc: PAPER_TARGETS[wc.paper],
         claims=f"{RESULTS}/{{paper}}/claims.csv",
         run=RUN_RECORD,
+        evidence=lambda wc: featlearn.pipeline.evidence.evidence_inputs(
+            EVIDENCE, wc.paper
+        ),
     output:
         md=f"{RESULTS}/{{paper}}/README.md",
         manifest=f"{RESULTS}/{{paper}}/page.json",
@@ -101,10 +106,12 @@ rule paper_page:
         ENV
     params:
         manifest=lambda wc: page_manifest(wc.paper),
+        evidence=EVIDENCE,
     shell:
         "printf '%s\\n' {params.manifest:q} > {output.manifest} && "
         "python -m featlearn paper-page --manifest {output.manifest} --claims {input.claims}"
-        " --run {input.run} --out-md {output.md} --out-html {output.html} > {log} 2>&1"
+        " --run {input.run} --out-md {output.md} --out-html {output.html}"
+        " --evidence {params.evidence:q} > {log} 2>&1"
 
 
 rule compute_table:

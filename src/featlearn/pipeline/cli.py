@@ -59,7 +59,12 @@ def _scorecard(args) -> None:
     if args.run:
         with open(args.run) as f:
             record = json.load(f)
-    claims = build_scorecard(args.parts, args.out_csv, args.out_md, skipped, args.out_html, record)
+    evidence = None
+    if args.evidence is not None:
+        from featlearn.pipeline.evidence import read_evidence
+
+        evidence = read_evidence(args.evidence)
+    claims = build_scorecard(args.parts, args.out_csv, args.out_md, skipped, args.out_html, record, evidence)
     print(f"scorecard: {headline(claims)}")
 
 
@@ -76,6 +81,7 @@ COMMAND_MODULES = {
     "featlearn.pipeline.estimate": ("estimate",),
     "featlearn.pipeline.jobserver": ("job-server",),
     "featlearn.pipeline.targets": ("figures",),
+    "featlearn.pipeline.evidence": ("evidence",),
 }
 
 
@@ -128,6 +134,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     p.add_argument("--out-html", default=None, help="the scorecard as an HTML page (for the report)")
     p.add_argument("--run", default=None, help="the run record (results/run.json): scale and provenance")
     p.add_argument("--skipped", default=None, help="JSON object: what was skipped -> why")
+    p.add_argument("--evidence", default=None, help="the committed paper-scale evidence (evidence/paper), shown beside "
+                   "this run's verdicts")
     p.add_argument("parts", nargs="*")
     p.set_defaults(func=_scorecard)
 

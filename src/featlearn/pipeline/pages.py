@@ -123,12 +123,15 @@ def _short(value, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def render_page(manifest: dict, claims_csv: str | os.PathLike, record: dict) -> str:
-    """The Markdown results page of one paper."""
+def render_page(manifest: dict, claims_csv: str | os.PathLike, record: dict, evidence: list | None = None) -> str:
+    """The Markdown results page of one paper; ``evidence`` (its committed paper-scale figures,
+    :mod:`featlearn.pipeline.evidence`) is shown under each figure and beside the claims."""
     from featlearn.pipeline.claims import read_claims
+    from featlearn.pipeline.evidence import figure_lines
     from featlearn.pipeline.scorecard import TITLES, headline, paper_section
 
     paper = manifest["paper"]
+    at_paper_scale = {f.rule: f for f in evidence or [] if f.paper == paper}
     claims = read_claims(claims_csv) if Path(claims_csv).is_file() else []
     all_jobs = {j["benchmark"]: j for f in manifest["figures"] for j in f["jobs"]}
     total = job_costs(list(all_jobs.values()))
@@ -162,8 +165,10 @@ def render_page(manifest: dict, claims_csv: str | os.PathLike, record: dict) -> 
         if ids:
             facts.append("claims " + ", ".join(f"`{i}`" for i in ids))
         lines += ["- " + "; ".join(facts), ""]
+        if fig["rule"] in at_paper_scale:
+            lines += figure_lines(at_paper_scale[fig["rule"]], manifest["out_dir"])
 
-    lines += ["## Claims", ""] + paper_section(claims) + [""]
+    lines += ["## Claims", ""] + paper_section(claims, None if evidence is None else list(at_paper_scale.values())) + [""]
 
     lines += ["## Where this run's settings differ from the paper's", ""]
     diffs = manifest.get("differences", [])
@@ -185,10 +190,15 @@ def render_page(manifest: dict, claims_csv: str | os.PathLike, record: dict) -> 
     return "\n".join(lines) + "\n"
 
 
-def write_page(manifest_path, claims_csv, run_json, out_md, out_html) -> str:
+def write_page(manifest_path, claims_csv, run_json, out_md, out_html, evidence_dir=None) -> str:
     manifest = json.loads(Path(manifest_path).read_text())
     record = json.loads(Path(run_json).read_text())
-    text = render_page(manifest, claims_csv, record)
+    evidence = None
+    if evidence_dir is not None:
+        from featlearn.pipeline.evidence import read_evidence
+
+        evidence = read_evidence(evidence_dir, manifest["paper"])
+    text = render_page(manifest, claims_csv, record, evidence)
     write_text(out_md, text)
     write_text(out_html, markdown_to_html(text, f"featlearn: {manifest['paper']}"))
     return text
@@ -295,7 +305,9 @@ def register(sub) -> None:
     p.add_argument("--run", required=True, help="the run record (results/run.json)")
     p.add_argument("--out-md", required=True)
     p.add_argument("--out-html", required=True)
-    p.set_defaults(func=lambda a: write_page(a.manifest, a.claims, a.run, a.out_md, a.out_html) and print(f"wrote {a.out_md}"))
+    p.add_argument("--evidence", default=None, help="the committed paper-scale evidence (evidence/paper)")
+    p.set_defaults(func=lambda a: write_page(a.manifest, a.claims, a.run, a.out_md, a.out_html, a.evidence)
+                   and print(f"wrote {a.out_md}"))
 
     p = sub.add_parser("compute-table", help="the compute table of this run from its benchmark files")
     p.add_argument("--manifest", required=True)

@@ -21,6 +21,9 @@ from featlearn.pipeline.claims import (
     merge_claims,
 )
 from featlearn.io import write_text
+from featlearn.pipeline.evidence import Figure, by_claim
+from featlearn.pipeline.evidence import summary_line as evidence_summary
+from featlearn.pipeline.evidence import verdict_cell as evidence_cell
 
 TITLES = {
     "features": "Sun, Li, Lu 2023: Unraveling feature extraction mechanisms (NTK)",
@@ -124,23 +127,30 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def paper_section(rows: list[Claim]) -> list[str]:
+def paper_section(rows: list[Claim], evidence: list[Figure] | None = None) -> list[str]:
     """Markdown lines of one paper's claims: headline, the paper's claims with paper value, ours, baseline
-    and verdict, what differs, then the sanity checks apart."""
+    and verdict (and, where committed paper-scale evidence has the claim, its verdict at paper scale), what differs,
+    then the sanity checks apart."""
     if not rows:
         return ["No claims checked in this run."]
     lines = [f"{headline(rows).capitalize()}."]
     if null_line(rows):
         lines += ["", " ".join(x for x in (null_line(rows), seeds_line(rows)) if x)]
+    if evidence is not None:
+        lines += ["", evidence_summary(evidence, rows[0].paper)]
+    at_paper_scale = by_claim(evidence or [])
     paper_rows = [c for c in rows if c.kind != "sanity"]
     if paper_rows:
-        lines += ["",
-                  "| claim | figure | the paper's statement | kind | paper | ours | baseline | threshold | reason | verdict |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+        shown = any((c.paper, c.claim_id) in at_paper_scale for c in paper_rows)
+        head = "| claim | figure | the paper's statement | kind | paper | ours | baseline | threshold | reason | verdict |"
+        lines += ["", head + (" paper scale |" if shown else ""), "|---" * (11 if shown else 10) + "|"]
         for c in paper_rows:
             verdict = c.verdict if c.verdict == REPRODUCED else f"**{c.verdict}**"
             cells = [c.claim_id, c.figure, c.statement, c.kind, c.paper_value,
                      f"{c.metric}: {_ours(c)}" if c.metric else _ours(c), _baseline(c), c.target, c.threshold_reason, verdict]
+            if shown:
+                found = at_paper_scale.get((c.paper, c.claim_id))
+                cells.append(evidence_cell(found[0]) if found else "—")
             lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
     notes = [c for c in paper_rows if c.verdict in (NOT_REPRODUCED, INCONCLUSIVE, UNCHECKED, NOT_DISCRIMINATING)]
     if notes:
@@ -162,8 +172,10 @@ def paper_section(rows: list[Claim]) -> list[str]:
     return lines
 
 
-def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None, record: dict | None = None) -> str:
-    """The scorecard page; ``record`` (the run record) names the scale and the code that produced it."""
+def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None, record: dict | None = None,
+                    evidence: list[Figure] | None = None) -> str:
+    """The scorecard page; ``record`` (the run record) names the scale and the code that produced it; ``evidence``
+    (the committed paper-scale figures, :mod:`featlearn.pipeline.evidence`) is shown beside the run's verdicts."""
     from featlearn.pipeline.runrecord import provenance_line
 
     by_paper: dict[str, list[Claim]] = defaultdict(list)
@@ -174,6 +186,8 @@ def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None, 
     if record:
         lines += [provenance_line(record), ""]
     lines += [f"All papers: {headline(claims)}.", ""]
+    if evidence is not None:
+        lines += [evidence_summary(evidence), ""]
     if null_line(claims):
         lines += [" ".join(x for x in (null_line(claims), seeds_line(claims)) if x), ""]
     lines += [
@@ -203,17 +217,18 @@ def render_markdown(claims: list[Claim], skipped: dict[str, str] | None = None, 
     for p in PAPERS:
         rows = by_paper.get(p, [])
         lines += ["", f"## {p}: {TITLES[p]}", ""]
-        lines += paper_section(rows)
+        lines += paper_section(rows, None if evidence is None else [f for f in evidence if f.paper == p])
     return "\n".join(lines) + "\n"
 
 
 def build_scorecard(
     parts: list[str | os.PathLike], out_csv: str | os.PathLike, out_md: str | os.PathLike, skipped: dict[str, str] | None = None,
-    out_html: str | os.PathLike | None = None, record: dict | None = None,
+    out_html: str | os.PathLike | None = None, record: dict | None = None, evidence: list[Figure] | None = None,
 ) -> list[Claim]:
-    """Gather the papers' claims into the scorecard CSV and Markdown (and its HTML copy for the report)."""
+    """Gather the papers' claims into the scorecard CSV and Markdown (and its HTML copy for the report); the
+    committed paper-scale ``evidence`` goes on the Markdown page only (the CSV is this run's)."""
     claims = merge_claims(parts, out_csv)
-    text = render_markdown(claims, skipped, record)
+    text = render_markdown(claims, skipped, record, evidence)
     write_text(out_md, text)
     if out_html:
         from featlearn.pipeline.markdown_html import markdown_to_html

@@ -1,0 +1,355 @@
+"""Paper-scale evidence: what a run at the papers' own settings measured, committed figure by figure.
+
+A run's pages speak of that run only. A paper-scale run (``config/paper.yaml``) is hours to days of GPU time, so
+its results are kept in the repository, one folder per figure, and every later run shows them beside its own
+verdicts (the scorecard and the results pages):
+
+    evidence/paper/<paper>/<rule>/
+        record.json   the figure (paper, rule, label), when it was added, the run record of the run that made it
+                      (scale, commit, config and code hashes, precision, versions) and where each compute job ran
+                      (device, threads, precision, wall and CPU seconds: the first line of its log, its benchmark file)
+        claims.csv    the figure's rows of that run's ``results/<paper>/claims.csv`` (verdicts as that run judged them)
+        *.png, *.csv  the figure and its tables, as the run wrote them
+
+``python -m featlearn evidence add --paper joma --figure fig_joma_4`` copies a figure out of a finished paper-scale
+run (it refuses any other scale, and a figure whose outputs the run did not write); ``evidence list`` prints the
+index. Adding a figure rewrites the index, ``evidence/README.md``, and the README's list between its
+``<!-- paper-scale evidence -->`` markers. Git keeps the earlier versions of a folder.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from featlearn import PAPERS
+from featlearn.io import write_json, write_text
+from featlearn.pipeline.claims import REPRODUCED, Claim, read_claims, write_claims
+
+EVIDENCE_DIR = Path("evidence") / "paper"
+RECORD = "record.json"
+CLAIMS = "claims.csv"
+README_BEGIN = "<!-- paper-scale evidence: begin (written by python -m featlearn evidence add) -->"
+README_END = "<!-- paper-scale evidence: end -->"
+
+
+class EvidenceError(ValueError):
+    """A figure that cannot be added, or an evidence folder that cannot be read."""
+
+
+@dataclass
+class Figure:
+    """One figure's committed paper-scale evidence."""
+
+    paper: str
+    rule: str
+    label: str
+    folder: Path
+    record: dict
+    claims: list[Claim] = field(default_factory=list)
+
+    @property
+    def run(self) -> dict:
+        return self.record["run"]
+
+    @property
+    def files(self) -> list[str]:
+        return list(self.record.get("files", []))
+
+    def devices(self) -> str:
+        """Where its compute jobs ran: 'NVIDIA H200 (3 jobs)', 'cpu (2 jobs)'; the run record's device when no
+        job log named one."""
+        counts: dict[str, int] = {}
+        for job in self.record.get("jobs", []):
+            if job.get("device"):
+                counts[job["device"]] = counts.get(job["device"], 0) + 1
+        if not counts:
+            return str(self.run.get("device", "unknown device"))
+        return ", ".join(f"{d} ({n} job{'s' if n != 1 else ''})" for d, n in sorted(counts.items()))
+
+    def provenance(self) -> str:
+        """'2026-11-28, commit 1234567890, NVIDIA H200 (3 jobs), fp32'."""
+        commit = str(self.run.get("commit", "unknown"))
+        dirty = " with uncommitted changes" if self.run.get("uncommitted_changes") else ""
+        date = str(self.run.get("date_utc", ""))[:10]
+        return f"{date}, commit `{commit[:10]}`{dirty}, {self.devices()}, {self.run.get('precision', 'fp32')}"
+
+    def compute_hours(self) -> float:
+        """Wall hours of its compute jobs summed (NaN when no job has a benchmark file)."""
+        walls = [j["wall_s"] for j in self.record.get("jobs", []) if isinstance(j.get("wall_s"), (int, float))
+                 and not math.isnan(j["wall_s"])]
+        return sum(walls) / 3600 if walls else math.nan
+
+
+# ------------------------------------------------------------------------------------------- reading
+
+
+def read_figure(folder: str | os.PathLike) -> Figure:
+    """One evidence folder; an error naming the folder when its record or claims are missing or malformed."""
+    folder = Path(folder)
+    try:
+        record = json.loads((folder / RECORD).read_text())
+    except FileNotFoundError:
+        raise EvidenceError(f"{folder}: no {RECORD}; every evidence folder has one (python -m featlearn evidence add)") from None
+    except json.JSONDecodeError as exc:
+        raise EvidenceError(f"{folder}/{RECORD} is not valid JSON: {exc}") from None
+    missing = [k for k in ("paper", "rule", "label", "run") if k not in record]
+    if missing:
+        raise EvidenceError(f"{folder}/{RECORD}: missing {', '.join(missing)}")
+    if record["run"].get("scale") != "paper":
+        raise EvidenceError(f"{folder}: its run's scale is {record['run'].get('scale')!r}; evidence is paper scale only")
+    if record["paper"] not in PAPERS or folder.parent.name != record["paper"] or folder.name != record["rule"]:
+        raise EvidenceError(f"{folder}: its record names {record['paper']}/{record['rule']}; the folder must be "
+                            f"<evidence>/<paper>/<rule>")
+    claims: list[Claim] = []
+    if (folder / CLAIMS).is_file():
+        try:
+            claims = read_claims(folder / CLAIMS)
+        except (ValueError, KeyError) as exc:
+            raise EvidenceError(f"{folder}/{CLAIMS}: {exc}") from None
+    for name in record.get("files", []):
+        if not (folder / name).is_file():
+            raise EvidenceError(f"{folder}: {name} is listed in {RECORD} but absent")
+    return Figure(record["paper"], record["rule"], record["label"], folder, record, claims)
+
+
+def read_evidence(root: str | os.PathLike = EVIDENCE_DIR, paper: str | None = None) -> list[Figure]:
+    """Every committed figure under ``root`` (of one paper, or all), in paper then rule order; none when ``root``
+    does not exist."""
+    root = Path(root)
+    papers = [paper] if paper else list(PAPERS)
+    out = []
+    for p in papers:
+        if (root / p).is_dir():
+            out += [read_figure(d) for d in sorted((root / p).iterdir()) if d.is_dir()]
+    return out
+
+
+def evidence_inputs(root: str | os.PathLike = EVIDENCE_DIR, paper: str | None = None) -> list[str]:
+    """The files a page depends on (its rule reruns when one changes): each folder's record and claims."""
+    root = Path(root)
+    papers = [paper] if paper else list(PAPERS)
+    return sorted(str(f) for p in papers if (root / p).is_dir() for f in (root / p).glob(f"*/{RECORD}")) + sorted(
+        str(f) for p in papers if (root / p).is_dir() for f in (root / p).glob(f"*/{CLAIMS}"))
+
+
+def by_claim(figures: list[Figure]) -> dict[tuple[str, str], tuple[Claim, Figure]]:
+    """(paper, claim id) -> its paper-scale row and the figure it came from."""
+    out: dict[tuple[str, str], tuple[Claim, Figure]] = {}
+    for fig in figures:
+        for c in fig.claims:
+            key = (c.paper, c.claim_id)
+            if key in out:
+                raise EvidenceError(f"claim {c.paper}/{c.claim_id} is in the evidence of both {out[key][1].rule} and "
+                                    f"{fig.rule}")
+            out[key] = (c, fig)
+    return out
+
+
+# ------------------------------------------------------------------------------------------- showing
+
+
+def verdict_cell(claim: Claim) -> str:
+    """The paper-scale column of a claims table: verdict and measured value."""
+    from featlearn.pipeline.scorecard import _ours
+
+    verdict = claim.verdict if claim.verdict == REPRODUCED else f"**{claim.verdict}**"
+    return f"{verdict}: {_ours(claim)}" if not math.isnan(claim.measured) else verdict
+
+
+def summary_line(figures: list[Figure], paper: str | None = None) -> str:
+    """One sentence: how many figures have paper-scale evidence and what their empirical claims say."""
+    figs = [f for f in figures if paper is None or f.paper == paper]
+    where = f"`{EVIDENCE_DIR.as_posix()}/{paper}/`" if paper else f"`{EVIDENCE_DIR.as_posix()}/`"
+    if not figs:
+        return (f"Paper-scale evidence: none committed{' for this paper' if paper else ''} yet ({where}; "
+                "`python -m featlearn evidence add` copies a figure out of a paper-scale run).")
+    claims = [c for f in figs for c in f.claims]
+    counted = [c for c in claims if c.counts]
+    reproduced = sum(c.verdict == REPRODUCED for c in counted)
+    names = "; ".join(f"{f.paper} {f.label} ({f.provenance()})" if not paper else f"{f.label} ({f.provenance()})"
+                      for f in figs)
+    return (f"Paper-scale evidence ({where}, committed from paper-scale runs; the column *paper scale* of the claims "
+            f"tables): {len(figs)} figure{'s' if len(figs) != 1 else ''}: {names}. Of their {len(counted)} empirical "
+            f"claims decided at paper scale, {reproduced} reproduced.")
+
+
+def figure_lines(fig: Figure, page_dir: str | os.PathLike) -> list[str]:
+    """The lines a results page shows under one of its figures: the committed paper-scale drawing and verdicts."""
+    lines = [f"Paper scale (committed evidence: {fig.provenance()}):", ""]
+    for name in fig.files:
+        if name.endswith(".png"):
+            rel = os.path.relpath(Path(fig.folder, name).resolve(), Path(page_dir).resolve())
+            lines += [f"![{fig.label} at paper scale]({Path(rel).as_posix()})", ""]
+    if fig.claims:
+        lines += ["- paper-scale verdicts: " + ", ".join(f"`{c.claim_id}` {c.verdict}" for c in fig.claims), ""]
+    return lines
+
+
+def index_markdown(figures: list[Figure], root: str | os.PathLike = EVIDENCE_DIR) -> str:
+    """The list of figures with paper-scale evidence (``evidence/README.md`` and the README's block)."""
+    if not figures:
+        return "No figure has committed paper-scale evidence yet.\n"
+    lines = ["| paper | figure | rule | empirical claims reproduced | run | compute (job wall, h) |",
+             "|---|---|---|---|---|---|"]
+    for f in figures:
+        counted = [c for c in f.claims if c.counts]
+        hours = f.compute_hours()
+        lines.append(f"| `{f.paper}` | {f.label} | [`{f.rule}`]({Path(root, f.paper, f.rule).as_posix()}/) | "
+                     f"{sum(c.verdict == REPRODUCED for c in counted)} of {len(counted)} | {f.provenance()} | "
+                     f"{'—' if math.isnan(hours) else f'{hours:.2f}'} |")
+    return "\n".join(lines) + "\n"
+
+
+def evidence_readme(figures: list[Figure], root: str | os.PathLike = EVIDENCE_DIR) -> str:
+    return ("# Paper-scale evidence\n\n"
+            "Results of runs at the papers' own settings (`config/paper.yaml`), committed figure by figure by "
+            "`python -m featlearn evidence add` (`src/featlearn/pipeline/evidence.py`). Each folder holds the figure, "
+            "its claims as that run judged them, and the run's record (commit, config and code hashes, precision, "
+            "package versions, and the device, threads and time of each compute job). The scorecard and the results "
+            "pages of every run show these verdicts beside the run's own.\n\n"
+            + index_markdown(figures, Path("paper")))
+
+
+def readme_block(figures: list[Figure]) -> str:
+    """The README's block between the markers."""
+    body = (index_markdown(figures, EVIDENCE_DIR) if figures else
+            "None yet: no figure has committed paper-scale evidence (`evidence/README.md`).\n")
+    return f"{README_BEGIN}\n{body}{README_END}"
+
+
+def update_readme(readme: str | os.PathLike, figures: list[Figure]) -> bool:
+    """Rewrite the README's block; False (and nothing written) where the README has no markers."""
+    path = Path(readme)
+    if not path.is_file():
+        return False
+    text = path.read_text()
+    start, end = text.find(README_BEGIN), text.find(README_END)
+    if start < 0 or end < start:
+        return False
+    new = text[:start] + readme_block(figures) + text[end + len(README_END):]
+    if new != text:
+        write_text(path, new)
+    return True
+
+
+# ------------------------------------------------------------------------------------------- adding
+
+
+def _job_rows(jobs: list[dict], workdir: Path) -> list[dict]:
+    from featlearn.pipeline.pages import job_device, read_benchmark
+
+    rows = []
+    for job in jobs:
+        bench = workdir / job["benchmark"]
+        cost = read_benchmark(bench) or {}
+        dev = job_device(bench) or {}
+        rows.append({"label": job["label"], "device": dev.get("device", ""), "threads": dev.get("threads", ""),
+                     "precision": dev.get("precision", ""), "wall_s": cost.get("wall_s", math.nan),
+                     "cpu_s": cost.get("cpu_s", math.nan), "max_rss_mb": cost.get("max_rss_mb", math.nan)})
+    return rows
+
+
+def _select(figures: list[dict], wanted: list[str] | None) -> list[dict]:
+    if not wanted:
+        return figures
+    names = {f["rule"]: f for f in figures} | {f["label"]: f for f in figures}
+    unknown = [w for w in wanted if w not in names]
+    if unknown:
+        raise EvidenceError(f"no figure {', '.join(unknown)} on this paper's page; its figures: "
+                            f"{', '.join(f['rule'] for f in figures)}")
+    return [names[w] for w in wanted]
+
+
+def add_figures(paper: str, figures: list[str] | None = None, workdir: str | os.PathLike = ".",
+                results: str = "results", root: str | os.PathLike = EVIDENCE_DIR,
+                readme: str | os.PathLike | None = "README.md") -> list[Figure]:
+    """Copy figures of a finished paper-scale run (``<workdir>/<results>``) into ``root``: each figure's drawings and
+    tables, its rows of the paper's claims.csv and the run record. ``figures`` are rules or labels (all the figures
+    the run wrote when None: a figure whose outputs are absent is then skipped, while a named one is an error)."""
+    workdir = Path(workdir)
+    res = workdir / results
+    if paper not in PAPERS:
+        raise EvidenceError(f"unknown paper {paper!r}; expected one of {', '.join(PAPERS)}")
+    try:
+        run = json.loads((res / "run.json").read_text())
+        manifest = json.loads((res / paper / "page.json").read_text())
+    except FileNotFoundError as exc:
+        raise EvidenceError(f"{exc.filename} is missing: run the paper's target first (snakemake {paper} "
+                            "--configfile config/paper.yaml)") from None
+    if run.get("scale") != "paper":
+        raise EvidenceError(f"the run in {res} is at scale {run.get('scale')!r}; only a paper-scale run "
+                            "(--configfile config/paper.yaml) gives paper-scale evidence")
+    merged_path = res / paper / "claims.csv"
+    merged = {c.claim_id: c for c in read_claims(merged_path)} if merged_path.is_file() else {}
+    chosen = _select(manifest["figures"], figures)
+    added = []
+    for fig in chosen:
+        outputs = [workdir / p for p in fig.get("pngs", []) + fig.get("tables", [])]
+        claims_part = workdir / fig["claims"] if fig.get("claims") else None
+        absent = [str(p.relative_to(workdir)) for p in outputs + ([claims_part] if claims_part else []) if not p.is_file()]
+        if absent:
+            if figures:
+                raise EvidenceError(f"{fig['rule']}: the run did not write {', '.join(absent)}")
+            continue
+        ids = [c.claim_id for c in read_claims(claims_part)] if claims_part else []
+        lost = [i for i in ids if i not in merged]
+        if lost:
+            raise EvidenceError(f"{fig['rule']}: claims {', '.join(lost)} are not in {merged_path}; run rule paper_claims")
+        dest = Path(root) / paper / fig["rule"]
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        files = []
+        for src in outputs:
+            shutil.copy2(src, dest / src.name)
+            files.append(src.name)
+        if ids:
+            write_claims(dest / CLAIMS, [merged[i] for i in ids])
+        record = {"paper": paper, "rule": fig["rule"], "label": fig["label"],
+                  "added_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
+                  "files": files, "jobs": _job_rows(fig.get("jobs", []), workdir), "run": run}
+        write_json(dest / RECORD, record)
+        added.append(read_figure(dest))
+    everything = read_evidence(root)
+    write_text(Path(root).parent / "README.md", evidence_readme(everything, root))
+    if readme is not None:
+        update_readme(readme, everything)
+    return added
+
+
+# ------------------------------------------------------------------------------------------ commands
+
+
+def _add(args) -> None:
+    added = add_figures(args.paper, args.figure or None, args.workdir, args.results, args.evidence, args.readme)
+    if not added:
+        raise SystemExit(f"evidence: no figure of {args.paper} was written by the run in {args.results}")
+    for f in added:
+        print(f"evidence: {f.folder} ({f.label}: {len(f.claims)} claims, {f.provenance()})")
+
+
+def _list(args) -> None:
+    print(index_markdown(read_evidence(args.evidence), args.evidence), end="")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("evidence", help="paper-scale evidence: add a figure of a paper-scale run, list them")
+    verbs = p.add_subparsers(dest="verb", required=True)
+    a = verbs.add_parser("add", help="copy figures of a finished paper-scale run into evidence/paper/<paper>/<rule>/")
+    a.add_argument("--paper", required=True, choices=PAPERS)
+    a.add_argument("--figure", action="append", help="a figure's rule or label (repeatable; default: every figure "
+                   "the run wrote)")
+    a.add_argument("--workdir", default=".", help="the workflow's folder (where results/ is)")
+    a.add_argument("--results", default="results")
+    a.add_argument("--evidence", default=str(EVIDENCE_DIR))
+    a.add_argument("--readme", default="README.md", help="the README whose evidence block is rewritten")
+    a.set_defaults(func=_add)
+    s = verbs.add_parser("list", help="the figures with committed paper-scale evidence")
+    s.add_argument("--evidence", default=str(EVIDENCE_DIR))
+    s.set_defaults(func=_list)

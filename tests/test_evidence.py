@@ -1,0 +1,208 @@
+"""Paper-scale evidence: adding a figure of a paper-scale run, reading the committed folders, and showing their
+verdicts beside a run's own on the scorecard and the results pages."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from featlearn.pipeline import evidence
+from featlearn.pipeline.claims import check, read_claims, write_claims
+from featlearn.pipeline.evidence import EvidenceError, add_figures, by_claim, read_evidence, read_figure
+from featlearn.pipeline.pages import render_page
+from featlearn.pipeline.scorecard import render_markdown
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+
+
+def _run_record(scale: str) -> dict:
+    return {"scale": scale, "commit": "0123456789abcdef0123456789abcdef01234567", "uncommitted_changes": False,
+            "config_sha256": "c" * 64, "code_sha256": "d" * 64, "device": "auto -> cuda:0 (NVIDIA H200)",
+            "job_device": "auto", "precision": "fp32", "date_utc": "2026-11-28 10:00:00", "host_cpus": 16}
+
+
+def _paper_run(work: Path, scale: str = "paper") -> Path:
+    """A finished run of two joma figures: Fig. 4 written (drawing, claims, one compute job with its benchmark file
+    and log), Fig. 6 not (its outputs absent)."""
+    res = work / "results"
+    (res / "figures" / "joma").mkdir(parents=True)
+    (res / "figures" / "joma" / "fig4.png").write_bytes(b"\x89PNG fig4")
+    (res / "joma" / "claims").mkdir(parents=True)
+    fig4 = [check("joma", "fig4_drop", "Fig. 4", "entropy drops", "drop (nats)", 0.45, ">=", 0.3, scale,
+                  baseline=("no attention", 0.0)),
+            check("joma", "fig4_rebound", "Fig. 4", "entropy rebounds", "rise (nats)", 0.05, ">=", 0.2, scale,
+                  baseline=("no attention", 0.0))]
+    write_claims(res / "joma" / "claims" / "4.csv", fig4)
+    other = [check("joma", "fig6_drop", "Fig. 6", "LM entropy drops", "drop", 0.2, ">=", 0.1, scale)]
+    write_claims(res / "joma" / "claims.csv", fig4 + other)
+    bench = res / "benchmarks" / "joma" / "eq6.tsv"
+    bench.parent.mkdir(parents=True)
+    bench.write_text(BENCH_HEADER + "120.5\t0:02:00\t900\t1\t1\t1\t0\t0\t50\t118.0\n")
+    log = res / "logs" / "joma" / "eq6.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("featlearn: device cuda:0 NVIDIA H200 (asked: cuda); torch threads 1; precision fp32\n")
+    manifest = {"paper": "joma", "out_dir": "results/joma", "skipped": {}, "differences": [], "figures": [
+        {"label": "Fig. 4", "rule": "fig_joma_4", "order": "004", "caption": "", "claims": "results/joma/claims/4.csv",
+         "pngs": ["results/figures/joma/fig4.png"], "tables": [],
+         "jobs": [{"label": "joma_eq6", "benchmark": "results/benchmarks/joma/eq6.tsv"}]},
+        {"label": "Fig. 6", "rule": "fig_joma_6", "order": "006", "caption": "", "claims": "results/joma/claims/6.csv",
+         "pngs": ["results/figures/joma/fig6.png"], "tables": [], "jobs": []}]}
+    (res / "joma" / "page.json").write_text(json.dumps(manifest))
+    (res / "run.json").write_text(json.dumps(_run_record(scale)))
+    return work
+
+
+def test_adding_a_figure_copies_its_drawing_claims_and_run_record(tmp_path):
+    work = _paper_run(tmp_path / "work")
+    root = tmp_path / "evidence" / "paper"
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{evidence.README_BEGIN}\nold\n{evidence.README_END}\n\nafter\n")
+    added = add_figures("joma", None, work, root=root, readme=readme)
+    # every figure the run wrote (Fig. 4); Fig. 6's outputs are absent, so it is left out
+    assert [f.rule for f in added] == ["fig_joma_4"]
+    fig = read_figure(root / "joma" / "fig_joma_4")
+    assert fig.files == ["fig4.png"] and (fig.folder / "fig4.png").read_bytes() == b"\x89PNG fig4"
+    assert [c.claim_id for c in fig.claims] == ["fig4_drop", "fig4_rebound"]  # the figure's rows only
+    assert [c.verdict for c in fig.claims] == ["reproduced", "not reproduced"]
+    assert fig.run["scale"] == "paper" and fig.run["commit"].startswith("0123456789")
+    job = fig.record["jobs"][0]
+    assert job["device"] == "cuda:0 NVIDIA H200" and job["threads"] == "1" and job["wall_s"] == pytest.approx(120.5)
+    assert fig.provenance() == "2026-11-28, commit `0123456789`, cuda:0 NVIDIA H200 (1 job), fp32"
+    assert fig.compute_hours() == pytest.approx(120.5 / 3600)
+    # the index and the README's block list it; the README outside the block is untouched
+    index = (tmp_path / "evidence" / "README.md").read_text()
+    assert "| `joma` | Fig. 4 | [`fig_joma_4`](paper/joma/fig_joma_4/) | 1 of 2 |" in index
+    text = readme.read_text()
+    assert "old" not in text and "Fig. 4" in text and text.startswith("# x\n\n") and text.endswith("\n\nafter\n")
+
+
+def test_a_named_figure_the_run_did_not_write_is_an_error(tmp_path):
+    work = _paper_run(tmp_path / "work")
+    with pytest.raises(EvidenceError, match="fig_joma_6: the run did not write results/figures/joma/fig6.png"):
+        add_figures("joma", ["fig_joma_6"], work, root=tmp_path / "ev", readme=None)
+    with pytest.raises(EvidenceError, match="no figure fig_joma_9"):
+        add_figures("joma", ["fig_joma_9"], work, root=tmp_path / "ev", readme=None)
+    # a label names the figure as well as its rule
+    assert [f.rule for f in add_figures("joma", ["Fig. 4"], work, root=tmp_path / "ev", readme=None)] == ["fig_joma_4"]
+
+
+def test_only_a_paper_scale_run_gives_evidence(tmp_path):
+    work = _paper_run(tmp_path / "work", scale="default")
+    with pytest.raises(EvidenceError, match="at scale 'default'; only a paper-scale run"):
+        add_figures("joma", None, work, root=tmp_path / "ev", readme=None)
+    assert not (tmp_path / "ev").exists()
+    with pytest.raises(EvidenceError, match="run.json is missing"):
+        add_figures("joma", None, tmp_path / "nothing", root=tmp_path / "ev", readme=None)
+
+
+def test_malformed_evidence_folders_are_named(tmp_path):
+    work = _paper_run(tmp_path / "work")
+    root = tmp_path / "ev"
+    add_figures("joma", None, work, root=root, readme=None)
+    folder = root / "joma" / "fig_joma_4"
+    record = json.loads((folder / "record.json").read_text())
+
+    (folder / "fig4.png").unlink()
+    with pytest.raises(EvidenceError, match="fig4.png is listed in record.json but absent"):
+        read_evidence(root)
+    (folder / "fig4.png").write_bytes(b"png")
+
+    (folder / "claims.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(EvidenceError, match="claims.csv: .*not the claims columns"):
+        read_evidence(root)
+
+    (folder / "record.json").write_text(json.dumps({**record, "run": _run_record("smoke")}))
+    with pytest.raises(EvidenceError, match="scale is 'smoke'; evidence is paper scale only"):
+        read_figure(folder)
+    (folder / "record.json").write_text("{not json")
+    with pytest.raises(EvidenceError, match="record.json is not valid JSON"):
+        read_figure(folder)
+    (folder / "record.json").unlink()
+    with pytest.raises(EvidenceError, match="no record.json"):
+        read_figure(folder)
+    assert read_evidence(tmp_path / "absent") == []
+
+
+def test_the_scorecard_shows_the_paper_scale_verdict_beside_the_run(tmp_path):
+    work = _paper_run(tmp_path / "work")
+    root = tmp_path / "ev"
+    figs = add_figures("joma", None, work, root=root, readme=None)
+    # this run (default scale) passes fig4_rebound and fails fig4_drop: the opposite of the paper-scale run
+    ours = [check("joma", "fig4_drop", "Fig. 4", "entropy drops", "drop (nats)", 0.2, ">=", 0.3, "default"),
+            check("joma", "fig4_rebound", "Fig. 4", "entropy rebounds", "rise (nats)", 0.3, ">=", 0.2, "default"),
+            check("joma", "fig6_drop", "Fig. 6", "LM entropy drops", "drop", 0.2, ">=", 0.1, "default")]
+    md = render_markdown(ours, evidence=figs)
+    header = next(line for line in md.splitlines() if line.startswith("| claim | figure |"))
+    assert header.endswith("| verdict | paper scale |")
+    row = next(line for line in md.splitlines() if line.startswith("| fig4_drop |"))
+    assert row.endswith("| **not reproduced** | reproduced: 0.45 |")
+    row = next(line for line in md.splitlines() if line.startswith("| fig4_rebound |"))
+    assert row.endswith("| reproduced | **not reproduced**: 0.05 |")
+    assert next(line for line in md.splitlines() if line.startswith("| fig6_drop |")).endswith("| reproduced | — |")
+    assert "1 figure: joma Fig. 4 (2026-11-28, commit `0123456789`" in md
+    assert "Of their 2 empirical claims decided at paper scale, 1 reproduced." in md
+    # a paper without evidence keeps its table as it was and says so
+    scan = [check("scan_snap", "s1", "Fig. 4", "x", "m", 1.0, ">", 0.0, "default")]
+    md = render_markdown(scan, evidence=[])
+    assert "Paper-scale evidence: none committed yet" in md and "paper scale |" not in md
+    assert "Paper-scale evidence" not in render_markdown(scan)  # no evidence folder given: nothing said
+
+
+def test_the_results_page_shows_the_paper_scale_figure(tmp_path, monkeypatch):
+    work = _paper_run(tmp_path / "work")
+    figs = add_figures("joma", None, work, root=work / "evidence" / "paper", readme=None)
+    monkeypatch.chdir(work)
+    manifest = json.loads((work / "results" / "joma" / "page.json").read_text())
+    page = render_page(manifest, "results/joma/claims.csv", _run_record("default"), figs)
+    assert "Paper scale (committed evidence: 2026-11-28, commit `0123456789`" in page
+    assert "![Fig. 4 at paper scale](../../evidence/paper/joma/fig_joma_4/fig4.png)" in page
+    assert "- paper-scale verdicts: `fig4_drop` reproduced, `fig4_rebound` not reproduced" in page
+    assert "Paper scale (committed" not in render_page(manifest, "results/joma/claims.csv", _run_record("default"))
+
+
+def test_a_claim_in_two_figures_evidence_is_an_error(tmp_path):
+    import shutil
+
+    work = _paper_run(tmp_path / "work")
+    root = tmp_path / "ev"
+    add_figures("joma", None, work, root=root, readme=None)
+    twin = root / "joma" / "fig_joma_4b"
+    shutil.copytree(root / "joma" / "fig_joma_4", twin)
+    with pytest.raises(EvidenceError, match="its record names joma/fig_joma_4; the folder must be"):
+        read_evidence(root)
+    record = json.loads((twin / "record.json").read_text())
+    (twin / "record.json").write_text(json.dumps({**record, "rule": "fig_joma_4b"}))
+    with pytest.raises(EvidenceError, match="fig4_drop is in the evidence of both fig_joma_4 and fig_joma_4b"):
+        by_claim(read_evidence(root))
+
+
+def test_the_committed_evidence_reads_and_the_readme_lists_it():
+    """The repository's own evidence folders are well formed, their claims carry this project's columns, and the
+    README's block says which figures have paper-scale evidence (rewritten by ``evidence add``)."""
+    figures = read_evidence(REPO / evidence.EVIDENCE_DIR)
+    by_claim(figures)
+    for fig in figures:
+        assert fig.run["scale"] == "paper" and all(c.scale == "paper" for c in fig.claims), fig.folder
+        assert not math.isnan(fig.compute_hours()) or not fig.record["jobs"], fig.folder
+    readme = (REPO / "README.md").read_text()
+    assert evidence.readme_block(figures) in readme
+    if figures:
+        index = (REPO / "evidence" / "README.md").read_text()
+        assert evidence.index_markdown(figures, Path("paper")) in index
+
+
+def test_the_command_line(tmp_path, capsys):
+    from featlearn.pipeline.cli import main
+
+    work = _paper_run(tmp_path / "work")
+    root = tmp_path / "ev"
+    assert main(["evidence", "add", "--paper", "joma", "--workdir", str(work), "--evidence", str(root),
+                 "--readme", str(tmp_path / "none.md")]) in (0, None)
+    assert "fig_joma_4 (Fig. 4: 2 claims" in capsys.readouterr().out
+    main(["evidence", "list", "--evidence", str(root)])
+    assert "| `joma` | Fig. 4 |" in capsys.readouterr().out
+    assert read_claims(root / "joma" / "fig_joma_4" / "claims.csv")[0].claim_id == "fig4_drop"
