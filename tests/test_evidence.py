@@ -26,8 +26,8 @@ def _run_record(scale: str) -> dict:
 
 
 def _paper_run(work: Path, scale: str = "paper") -> Path:
-    """A finished run of two joma figures: Fig. 4 written (drawing, claims, one compute job with its benchmark file
-    and log), Fig. 6 not (its outputs absent)."""
+    """A run that wrote joma's Fig. 4 (drawing, claims, one compute job with its benchmark file and log) and
+    prepared its evidence as rule figure_evidence does; Fig. 6 was not run."""
     res = work / "results"
     (res / "figures" / "joma").mkdir(parents=True)
     (res / "figures" / "joma" / "fig4.png").write_bytes(b"\x89PNG fig4")
@@ -37,23 +37,23 @@ def _paper_run(work: Path, scale: str = "paper") -> Path:
             check("joma", "fig4_rebound", "Fig. 4", "entropy rebounds", "rise (nats)", 0.05, ">=", 0.2, scale,
                   baseline=("no attention", 0.0))]
     write_claims(res / "joma" / "claims" / "4.csv", fig4)
-    other = [check("joma", "fig6_drop", "Fig. 6", "LM entropy drops", "drop", 0.2, ">=", 0.1, scale)]
-    write_claims(res / "joma" / "claims.csv", fig4 + other)
     bench = res / "benchmarks" / "joma" / "eq6.tsv"
     bench.parent.mkdir(parents=True)
     bench.write_text(BENCH_HEADER + "120.5\t0:02:00\t900\t1\t1\t1\t0\t0\t50\t118.0\n")
     log = res / "logs" / "joma" / "eq6.log"
     log.parent.mkdir(parents=True)
     log.write_text("featlearn: device cuda:0 NVIDIA H200 (asked: cuda); torch threads 1; precision fp32\n")
-    manifest = {"paper": "joma", "out_dir": "results/joma", "skipped": {}, "differences": [], "figures": [
-        {"label": "Fig. 4", "rule": "fig_joma_4", "order": "004", "caption": "", "claims": "results/joma/claims/4.csv",
-         "pngs": ["results/figures/joma/fig4.png"], "tables": [],
-         "jobs": [{"label": "joma_eq6", "benchmark": "results/benchmarks/joma/eq6.tsv"}]},
-        {"label": "Fig. 6", "rule": "fig_joma_6", "order": "006", "caption": "", "claims": "results/joma/claims/6.csv",
-         "pngs": ["results/figures/joma/fig6.png"], "tables": [], "jobs": []}]}
-    (res / "joma" / "page.json").write_text(json.dumps(manifest))
     (res / "run.json").write_text(json.dumps(_run_record(scale)))
+    entry = {"label": "Fig. 4", "rule": "fig_joma_4", "order": "004", "caption": "", "claims": "results/joma/claims/4.csv",
+             "pngs": ["results/figures/joma/fig4.png"], "tables": [],
+             "jobs": [{"label": "joma_eq6", "benchmark": "results/benchmarks/joma/eq6.tsv"}]}
+    evidence.prepare("joma", entry, {}, {}, res / "run.json", evidence.prepared_path(res, "joma", "fig_joma_4"), work)
     return work
+
+
+def _manifest(work: Path) -> dict:
+    entry = json.loads(evidence.prepared_path(work / "results", "joma", "fig_joma_4").read_text())["entry"]
+    return {"paper": "joma", "out_dir": "results/joma", "skipped": {}, "differences": [], "figures": [entry]}
 
 
 def test_adding_a_figure_copies_its_drawing_claims_and_run_record(tmp_path):
@@ -62,11 +62,10 @@ def test_adding_a_figure_copies_its_drawing_claims_and_run_record(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n\n{evidence.README_BEGIN}\nold\n{evidence.README_END}\n\nafter\n")
     added = add_figures("joma", None, work, root=root, readme=readme)
-    # every figure the run wrote (Fig. 4); Fig. 6's outputs are absent, so it is left out
-    assert [f.rule for f in added] == ["fig_joma_4"]
+    assert [f.rule for f in added] == ["fig_joma_4"]  # every figure the run prepared
     fig = read_figure(root / "joma" / "fig_joma_4")
     assert fig.files == ["fig4.png"] and (fig.folder / "fig4.png").read_bytes() == b"\x89PNG fig4"
-    assert [c.claim_id for c in fig.claims] == ["fig4_drop", "fig4_rebound"]  # the figure's rows only
+    assert [c.claim_id for c in fig.claims] == ["fig4_drop", "fig4_rebound"]
     assert [c.verdict for c in fig.claims] == ["reproduced", "not reproduced"]
     assert fig.run["scale"] == "paper" and fig.run["commit"].startswith("0123456789")
     job = fig.record["jobs"][0]
@@ -80,14 +79,15 @@ def test_adding_a_figure_copies_its_drawing_claims_and_run_record(tmp_path):
     assert "old" not in text and "Fig. 4" in text and text.startswith("# x\n\n") and text.endswith("\n\nafter\n")
 
 
-def test_a_named_figure_the_run_did_not_write_is_an_error(tmp_path):
+def test_a_figure_the_run_did_not_prepare_is_an_error(tmp_path):
     work = _paper_run(tmp_path / "work")
-    with pytest.raises(EvidenceError, match="fig_joma_6: the run did not write results/figures/joma/fig6.png"):
+    with pytest.raises(EvidenceError, match="fig_joma_6.json is missing: run snakemake results/joma/evidence/fig_joma_6.json"):
         add_figures("joma", ["fig_joma_6"], work, root=tmp_path / "ev", readme=None)
-    with pytest.raises(EvidenceError, match="no figure fig_joma_9"):
-        add_figures("joma", ["fig_joma_9"], work, root=tmp_path / "ev", readme=None)
-    # a label names the figure as well as its rule
-    assert [f.rule for f in add_figures("joma", ["Fig. 4"], work, root=tmp_path / "ev", readme=None)] == ["fig_joma_4"]
+    with pytest.raises(EvidenceError, match="no figure of features is prepared"):
+        add_figures("features", None, work, root=tmp_path / "ev", readme=None)
+    (work / "results" / "figures" / "joma" / "fig4.png").unlink()  # removed since
+    with pytest.raises(EvidenceError, match="fig_joma_4: .*fig4.png absent"):
+        add_figures("joma", ["fig_joma_4"], work, root=tmp_path / "ev", readme=None)
 
 
 def test_only_a_paper_scale_run_gives_evidence(tmp_path):
@@ -95,8 +95,23 @@ def test_only_a_paper_scale_run_gives_evidence(tmp_path):
     with pytest.raises(EvidenceError, match="at scale 'default'; only a paper-scale run"):
         add_figures("joma", None, work, root=tmp_path / "ev", readme=None)
     assert not (tmp_path / "ev").exists()
-    with pytest.raises(EvidenceError, match="run.json is missing"):
-        add_figures("joma", None, tmp_path / "nothing", root=tmp_path / "ev", readme=None)
+
+
+def test_prepared_claims_are_judged_as_claims_csv_judges_them(tmp_path):
+    """Seed reasons are added and a failed prerequisite check makes its claims unchecked, as in rule paper_claims; a
+    prerequisite of another figure (absent here) makes the claim unchecked too, saying so."""
+    part = tmp_path / "part.csv"
+    write_claims(part, [
+        check("features", "1-vocab", "Fig. 1", "vocabulary size", "n", 10.0, ">=", 100.0, "paper", kind="sanity"),
+        check("features", "2-imdb-a", "Fig. 2", "x", "m", 1.0, ">", 0.0, "paper", seeds=1),
+        check("features", "3-imdb-b", "Fig. 3", "y", "m", 1.0, ">", 0.0, "paper", seeds=1),
+        check("features", "4-c", "Fig. 4", "z", "m", 1.0, ">", 0.0, "paper", seeds=1),
+    ])
+    gates = {"2-imdb-*": ["1-vocab"], "3-imdb-*": ["1-elsewhere"]}
+    claims = {c.claim_id: c for c in evidence.figure_claims(part, gates, {"4-*": "one model per dataset"})}
+    assert claims["2-imdb-a"].verdict == "unchecked" and "prerequisite 1-vocab failed" in claims["2-imdb-a"].note
+    assert claims["3-imdb-b"].verdict == "unchecked" and "1-elsewhere belong to another figure" in claims["3-imdb-b"].note
+    assert claims["4-c"].verdict == "reproduced" and claims["4-c"].seeds_reason == "one model per dataset"
 
 
 def test_malformed_evidence_folders_are_named(tmp_path):
@@ -156,7 +171,7 @@ def test_the_results_page_shows_the_paper_scale_figure(tmp_path, monkeypatch):
     work = _paper_run(tmp_path / "work")
     figs = add_figures("joma", None, work, root=work / "evidence" / "paper", readme=None)
     monkeypatch.chdir(work)
-    manifest = json.loads((work / "results" / "joma" / "page.json").read_text())
+    manifest = _manifest(work)
     page = render_page(manifest, "results/joma/claims.csv", _run_record("default"), figs)
     assert "Paper scale (committed evidence: 2026-11-28, commit `0123456789`" in page
     assert "![Fig. 4 at paper scale](../../evidence/paper/joma/fig_joma_4/fig4.png)" in page

@@ -54,7 +54,9 @@ SCALE = config["scale"]
 # Committed results of paper-scale runs, figure by figure (featlearn.pipeline.evidence): the scorecard and the
 # results pages show them beside this run's verdicts, and rerun when they change. They belong to the repository,
 # so they are found beside the Snakefile whatever the working directory.
-EVIDENCE = os.path.relpath(Path(workflow.basedir) / featlearn.pipeline.evidence.EVIDENCE_DIR)
+EVIDENCE = os.path.relpath(
+    Path(workflow.basedir) / featlearn.pipeline.evidence.EVIDENCE_DIR
+)
 
 DATASET_STATUS = dataset_status(config, RAW)
 PREPARED_ON = prepared_enabled(DATASET_STATUS)
@@ -511,6 +513,25 @@ def _page_figures(paper):
         }
         for e in entries
     ]
+
+
+def figure_entry(paper, rule):
+    """The results-page entry of one figure, table or check (as its paper's page lists it)."""
+    for entry in _page_figures(paper):
+        if entry["rule"] == rule:
+            return entry
+    known = ", ".join(e["rule"] for e in _page_figures(paper))
+    raise ValueError(
+        f"{paper} has no figure rule {rule!r} in this run; its figures: {known}"
+    )
+
+
+def figure_evidence_inputs(paper, rule):
+    """What a figure's prepared evidence reads: its drawings, tables and claims table."""
+    entry = figure_entry(paper, rule)
+    return (
+        entry["pngs"] + entry["tables"] + ([entry["claims"]] if entry["claims"] else [])
+    )
 
 
 def page_manifest(paper):

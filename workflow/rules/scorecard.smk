@@ -114,6 +114,32 @@ rule paper_page:
         " --evidence {params.evidence:q} > {log} 2>&1"
 
 
+# What `python -m featlearn evidence add` copies of one figure of a paper-scale run into evidence/paper/ (its files,
+# its claims as claims.csv would hold them, where its jobs ran); the target that runs one figure for the evidence.
+rule figure_evidence:
+    input:
+        files=lambda wc: figure_evidence_inputs(wc.paper, wc.figure),
+        run=RUN_RECORD,
+    output:
+        f"{RESULTS}/{{paper}}/evidence/{{figure}}.json",
+    log:
+        f"{LOGS}/{{paper}}/evidence_{{figure}}.log",
+    wildcard_constraints:
+        paper="|".join(PAPERS),
+        figure=r"(fig|table|check)_\w+",
+    localrule: True
+    conda:
+        ENV
+    params:
+        entry=lambda wc: json.dumps(figure_entry(wc.paper, wc.figure), sort_keys=True),
+        gates=lambda wc: json.dumps(PAPER_GATES[wc.paper], sort_keys=True),
+        few_seeds=lambda wc: json.dumps(PAPER_FEW_SEEDS[wc.paper], sort_keys=True),
+    shell:
+        "python -m featlearn evidence prepare --paper {wildcards.paper} --entry {params.entry:q}"
+        " --gates {params.gates:q} --few-seeds {params.few_seeds:q} --run {input.run}"
+        " --out {output} > {log} 2>&1"
+
+
 rule compute_table:
     input:
         targets=[t for t in all_targets() if t != f"{RESULTS}/benchmarks.md"],

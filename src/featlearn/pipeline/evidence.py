@@ -8,13 +8,16 @@ verdicts (the scorecard and the results pages):
         record.json   the figure (paper, rule, label), when it was added, the run record of the run that made it
                       (scale, commit, config and code hashes, precision, versions) and where each compute job ran
                       (device, threads, precision, wall and CPU seconds: the first line of its log, its benchmark file)
-        claims.csv    the figure's rows of that run's ``results/<paper>/claims.csv`` (verdicts as that run judged them)
+        claims.csv    the figure's claims as that run judged them (as its ``results/<paper>/claims.csv`` holds them)
         *.png, *.csv  the figure and its tables, as the run wrote them
 
-``python -m featlearn evidence add --paper joma --figure fig_joma_4`` copies a figure out of a finished paper-scale
-run (it refuses any other scale, and a figure whose outputs the run did not write); ``evidence list`` prints the
-index. Adding a figure rewrites the index, ``evidence/README.md``, and the README's list between its
-``<!-- paper-scale evidence -->`` markers. Git keeps the earlier versions of a folder.
+A paper-scale run prepares a figure's evidence with rule ``figure_evidence`` (``snakemake
+results/joma/evidence/fig_joma_4.json --configfile config/paper.yaml`` runs the figure and writes what is to be
+copied: its page entry, its claims as the paper's claims.csv would hold them, where its jobs ran); then ``python -m
+featlearn evidence add --paper joma --figure fig_joma_4`` copies it into the repository (it refuses any other scale)
+and ``evidence list`` prints the index. ``benchmarks/paper_evidence.sh`` does both. Adding a figure rewrites the
+index, ``evidence/README.md``, and the README's list between its ``<!-- paper-scale evidence -->`` markers. Git
+keeps the earlier versions of a folder.
 """
 
 from __future__ import annotations
@@ -255,53 +258,86 @@ def _job_rows(jobs: list[dict], workdir: Path) -> list[dict]:
     return rows
 
 
-def _select(figures: list[dict], wanted: list[str] | None) -> list[dict]:
-    if not wanted:
-        return figures
-    names = {f["rule"]: f for f in figures} | {f["label"]: f for f in figures}
-    unknown = [w for w in wanted if w not in names]
-    if unknown:
-        raise EvidenceError(f"no figure {', '.join(unknown)} on this paper's page; its figures: "
-                            f"{', '.join(f['rule'] for f in figures)}")
-    return [names[w] for w in wanted]
+def figure_claims(part: str | os.PathLike, gates: dict[str, list[str]], few_seeds: dict[str, str]) -> list[Claim]:
+    """A figure's claims as its paper's claims.csv would hold them (rule ``paper_claims``): seed reasons added, and a
+    claim whose prerequisite sanity check failed made unchecked (:func:`featlearn.pipeline.claims.gate`). A figure's
+    evidence is judged on its own rows: a claim whose prerequisite is another figure's check is unchecked here, with
+    that said, rather than judged without it."""
+    from fnmatch import fnmatchcase
+
+    from featlearn.pipeline.claims import gate, unchecked, with_seeds_reason
+
+    claims = read_claims(part)
+    by_id = {c.claim_id: c for c in claims}
+    out = []
+    for c in claims:
+        needs = [p for pattern, ids in gates.items() if fnmatchcase(c.claim_id, pattern) for p in ids]
+        absent = [p for p in needs if p not in by_id]
+        if absent and c.verdict != "unchecked":
+            c = unchecked(c.paper, c.claim_id, c.figure, c.statement,
+                          f"its prerequisite checks {', '.join(absent)} belong to another figure, not in this evidence; "
+                          f"measured {c.measured:.4g} against {c.target}, which would be {c.verdict}", c.scale,
+                          kind=c.kind, paper_value=c.paper_value, reason=c.threshold_reason)
+        else:
+            c = gate(c, *(by_id[p] for p in needs))
+        out.append(with_seeds_reason(c, few_seeds))
+    return out
+
+
+def prepare(paper: str, entry: dict, gates: dict, few_seeds: dict, run_json: str | os.PathLike,
+            out: str | os.PathLike, workdir: str | os.PathLike = ".") -> dict:
+    """What ``evidence add`` copies of one figure of this run (rule ``figure_evidence``): its page entry (drawings,
+    tables, claims table, jobs), its claims as the paper's claims.csv would hold them, where and how long its
+    compute jobs ran, and the run record. Written by the run itself, so a figure can be added from a run of that
+    figure alone."""
+    workdir = Path(workdir)
+    claims = figure_claims(workdir / entry["claims"], gates, few_seeds) if entry.get("claims") else []
+    from dataclasses import asdict
+
+    prepared = {"paper": paper, "rule": entry["rule"], "label": entry["label"], "entry": entry,
+                "claims": [asdict(c) for c in claims], "jobs": _job_rows(entry.get("jobs", []), workdir),
+                "run": json.loads(Path(run_json).read_text())}
+    write_json(out, prepared)
+    return prepared
+
+
+def prepared_path(results: str | os.PathLike, paper: str, rule: str) -> Path:
+    """Where rule ``figure_evidence`` writes a figure's prepared evidence."""
+    return Path(results) / paper / "evidence" / f"{rule}.json"
 
 
 def add_figures(paper: str, figures: list[str] | None = None, workdir: str | os.PathLike = ".",
                 results: str = "results", root: str | os.PathLike = EVIDENCE_DIR,
                 readme: str | os.PathLike | None = "README.md") -> list[Figure]:
-    """Copy figures of a finished paper-scale run (``<workdir>/<results>``) into ``root``: each figure's drawings and
-    tables, its rows of the paper's claims.csv and the run record. ``figures`` are rules or labels (all the figures
-    the run wrote when None: a figure whose outputs are absent is then skipped, while a named one is an error)."""
+    """Copy figures of a paper-scale run (``<workdir>/<results>``) into ``root``: each figure's drawings and tables,
+    its claims and the run record, from what rule ``figure_evidence`` prepared (``results/<paper>/evidence/<rule>.json``;
+    every figure so prepared when ``figures`` is None)."""
     workdir = Path(workdir)
-    res = workdir / results
     if paper not in PAPERS:
         raise EvidenceError(f"unknown paper {paper!r}; expected one of {', '.join(PAPERS)}")
-    try:
-        run = json.loads((res / "run.json").read_text())
-        manifest = json.loads((res / paper / "page.json").read_text())
-    except FileNotFoundError as exc:
-        raise EvidenceError(f"{exc.filename} is missing: run the paper's target first (snakemake {paper} "
-                            "--configfile config/paper.yaml)") from None
-    if run.get("scale") != "paper":
-        raise EvidenceError(f"the run in {res} is at scale {run.get('scale')!r}; only a paper-scale run "
-                            "(--configfile config/paper.yaml) gives paper-scale evidence")
-    merged_path = res / paper / "claims.csv"
-    merged = {c.claim_id: c for c in read_claims(merged_path)} if merged_path.is_file() else {}
-    chosen = _select(manifest["figures"], figures)
+    folder = workdir / results / paper / "evidence"
+    rules = figures or sorted(f.stem for f in folder.glob("*.json"))
+    if not rules:
+        raise EvidenceError(f"no figure of {paper} is prepared in {folder}: run snakemake "
+                            f"{results}/{paper}/evidence/<rule>.json --configfile config/paper.yaml first")
     added = []
-    for fig in chosen:
-        outputs = [workdir / p for p in fig.get("pngs", []) + fig.get("tables", [])]
-        claims_part = workdir / fig["claims"] if fig.get("claims") else None
-        absent = [str(p.relative_to(workdir)) for p in outputs + ([claims_part] if claims_part else []) if not p.is_file()]
+    for rule in rules:
+        path = prepared_path(workdir / results, paper, rule)
+        try:
+            prepared = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise EvidenceError(f"{path} is missing: run snakemake {prepared_path(results, paper, rule)} "
+                                "--configfile config/paper.yaml first (it runs the figure)") from None
+        run = prepared["run"]
+        if run.get("scale") != "paper":
+            raise EvidenceError(f"{path}: the run is at scale {run.get('scale')!r}; only a paper-scale run "
+                                "(--configfile config/paper.yaml) gives paper-scale evidence")
+        entry = prepared["entry"]
+        outputs = [workdir / p for p in entry.get("pngs", []) + entry.get("tables", [])]
+        absent = [str(p) for p in outputs if not p.is_file()]
         if absent:
-            if figures:
-                raise EvidenceError(f"{fig['rule']}: the run did not write {', '.join(absent)}")
-            continue
-        ids = [c.claim_id for c in read_claims(claims_part)] if claims_part else []
-        lost = [i for i in ids if i not in merged]
-        if lost:
-            raise EvidenceError(f"{fig['rule']}: claims {', '.join(lost)} are not in {merged_path}; run rule paper_claims")
-        dest = Path(root) / paper / fig["rule"]
+            raise EvidenceError(f"{rule}: {', '.join(absent)} absent; rerun its figure")
+        dest = Path(root) / paper / rule
         if dest.exists():
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
@@ -309,11 +345,10 @@ def add_figures(paper: str, figures: list[str] | None = None, workdir: str | os.
         for src in outputs:
             shutil.copy2(src, dest / src.name)
             files.append(src.name)
-        if ids:
-            write_claims(dest / CLAIMS, [merged[i] for i in ids])
-        record = {"paper": paper, "rule": fig["rule"], "label": fig["label"],
+        write_claims(dest / CLAIMS, [Claim(**row) for row in prepared["claims"]])
+        record = {"paper": paper, "rule": rule, "label": prepared["label"],
                   "added_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
-                  "files": files, "jobs": _job_rows(fig.get("jobs", []), workdir), "run": run}
+                  "files": files, "jobs": prepared["jobs"], "run": run}
         write_json(dest / RECORD, record)
         added.append(read_figure(dest))
     everything = read_evidence(root)
@@ -338,18 +373,32 @@ def _list(args) -> None:
     print(index_markdown(read_evidence(args.evidence), args.evidence), end="")
 
 
+def _prepare(args) -> None:
+    prepared = prepare(args.paper, json.loads(args.entry), json.loads(args.gates), json.loads(args.few_seeds),
+                       args.run, args.out)
+    print(f"evidence: {prepared['rule']} prepared ({len(prepared['claims'])} claims, scale {prepared['run'].get('scale')})")
+
+
 def register(sub) -> None:
     p = sub.add_parser("evidence", help="paper-scale evidence: add a figure of a paper-scale run, list them")
     verbs = p.add_subparsers(dest="verb", required=True)
-    a = verbs.add_parser("add", help="copy figures of a finished paper-scale run into evidence/paper/<paper>/<rule>/")
+    a = verbs.add_parser("add", help="copy figures of a paper-scale run into evidence/paper/<paper>/<rule>/")
     a.add_argument("--paper", required=True, choices=PAPERS)
-    a.add_argument("--figure", action="append", help="a figure's rule or label (repeatable; default: every figure "
-                   "the run wrote)")
+    a.add_argument("--figure", action="append", help="a figure's rule (repeatable; default: every figure the run "
+                   "prepared, results/<paper>/evidence/*.json)")
     a.add_argument("--workdir", default=".", help="the workflow's folder (where results/ is)")
     a.add_argument("--results", default="results")
     a.add_argument("--evidence", default=str(EVIDENCE_DIR))
     a.add_argument("--readme", default="README.md", help="the README whose evidence block is rewritten")
     a.set_defaults(func=_add)
+    r = verbs.add_parser("prepare", help="(rule figure_evidence) what evidence add copies of one figure of this run")
+    r.add_argument("--paper", required=True, choices=PAPERS)
+    r.add_argument("--entry", required=True, help="JSON: the figure's results-page entry")
+    r.add_argument("--gates", default="{}", help="JSON: claim id pattern -> the sanity checks those claims rest on")
+    r.add_argument("--few-seeds", default="{}", help="JSON: claim id pattern -> why they rest on fewer than 3 seeds")
+    r.add_argument("--run", required=True, help="the run record (results/run.json)")
+    r.add_argument("--out", required=True)
+    r.set_defaults(func=_prepare)
     s = verbs.add_parser("list", help="the figures with committed paper-scale evidence")
     s.add_argument("--evidence", default=str(EVIDENCE_DIR))
     s.set_defaults(func=_list)
