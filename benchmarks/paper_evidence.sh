@@ -16,6 +16,7 @@ if [ "$#" -eq 0 ]; then
     exit 2
 fi
 REPO=$(git rev-parse --show-toplevel)
+cd "$REPO" || exit 1
 RUN_DIR=${RUN_DIR:-$REPO/../featlearn-paper-run}
 PAPERS="features scan_snap joma templates"
 

@@ -190,6 +190,20 @@ def fixed_baseline(name: str, draws, op: str, threshold: float, why: str, within
     return {"baseline": (name, draws)}
 
 
+def fmt_value(x: float) -> str:
+    """A measured value as the pages print it (4 significant digits; empty for NaN)."""
+    return "" if math.isnan(x) else f"{x:.4g}"
+
+
+def shown_value(c: Claim) -> str:
+    """A claim's measurement as the pages print it: value, ± its seeds' spread, (n seeds); an em dash when none."""
+    if math.isnan(c.measured):
+        return "—"
+    spread = f" ± {fmt_value(c.spread)}" if not math.isnan(c.spread) else ""
+    seeds = f" ({c.seeds} seeds)" if c.seeds > 1 else ""
+    return f"{fmt_value(c.measured)}{spread}{seeds}"
+
+
 def check(
     paper: str,
     claim_id: str,

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from featlearn import PAPERS
 from featlearn.io import write_json, write_text
-from featlearn.pipeline.claims import REPRODUCED, Claim, read_claims, write_claims
+from featlearn.pipeline.claims import REPRODUCED, Claim, read_claims, shown_value, write_claims
 
 EVIDENCE_DIR = Path("evidence") / "paper"
 RECORD = "record.json"
@@ -159,10 +159,8 @@ def by_claim(figures: list[Figure]) -> dict[tuple[str, str], tuple[Claim, Figure
 
 def verdict_cell(claim: Claim) -> str:
     """The paper-scale column of a claims table: verdict and measured value."""
-    from featlearn.pipeline.scorecard import _ours
-
     verdict = claim.verdict if claim.verdict == REPRODUCED else f"**{claim.verdict}**"
-    return f"{verdict}: {_ours(claim)}" if not math.isnan(claim.measured) else verdict
+    return f"{verdict}: {shown_value(claim)}" if not math.isnan(claim.measured) else verdict
 
 
 def summary_line(figures: list[Figure], paper: str | None = None) -> str:
@@ -245,7 +243,7 @@ def update_readme(readme: str | os.PathLike, figures: list[Figure]) -> bool:
 
 
 def _job_rows(jobs: list[dict], workdir: Path) -> list[dict]:
-    from featlearn.pipeline.pages import job_device, read_benchmark
+    from featlearn.pipeline.benchfiles import job_device, read_benchmark
 
     rows = []
     for job in jobs:

@@ -10,7 +10,6 @@ paper registries.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import os
@@ -18,7 +17,7 @@ import re
 from pathlib import Path
 
 from featlearn.io import write_text
-from featlearn.pipeline.jobclient import read_usage
+from featlearn.pipeline.benchfiles import _max, _sum, job_device, read_benchmark
 from featlearn.pipeline.markdown_html import markdown_to_html
 from featlearn.pipeline.runrecord import provenance_line
 
@@ -31,50 +30,6 @@ ARXIV = {
 
 
 # --------------------------------------------------------------------------------- benchmark files
-
-
-def read_benchmark(path: str | os.PathLike) -> dict | None:
-    """Wall seconds, CPU seconds and peak resident memory (MB) of one Snakemake benchmark file (the mean
-    over its rows, as ``benchmark: repeat(...)`` writes one row per repeat), and whether the job ran in the
-    job server (``served``); None if it is absent.
-
-    A job run by the job server (:mod:`featlearn.pipeline.jobserver`) left its workers' CPU seconds and peak memory
-    beside the benchmark file, which saw only the client processes: their CPU seconds are added and the
-    peak is the larger of the two."""
-    path = Path(path)
-    if not path.is_file():
-        return None
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
-    if not rows:
-        return None
-
-    def mean(key):
-        vals = []
-        for r in rows:
-            try:
-                vals.append(float(r.get(key, "nan")))
-            except ValueError:
-                vals.append(math.nan)
-        vals = [v for v in vals if not math.isnan(v)]
-        return sum(vals) / len(vals) if vals else math.nan
-
-    result = {"wall_s": mean("s"), "cpu_s": mean("cpu_time"), "max_rss_mb": mean("max_rss"), "served": False}
-    usage = read_usage(path, path.stat().st_mtime, 0.0 if math.isnan(result["wall_s"]) else result["wall_s"])
-    if usage is not None:
-        result.update(cpu_s=_sum([result["cpu_s"], usage["cpu_s"]]), max_rss_mb=_max([result["max_rss_mb"], usage["max_rss_mb"]]),
-                      served=True)
-    return result
-
-
-def _sum(values):
-    vals = [v for v in values if not math.isnan(v)]
-    return sum(vals) if vals else math.nan
-
-
-def _max(values):
-    vals = [v for v in values if not math.isnan(v)]
-    return max(vals) if vals else math.nan
 
 
 def job_costs(jobs: list[dict]) -> dict:
@@ -216,27 +171,6 @@ def compute_rows(manifest: dict) -> list[dict]:
         for fig in figures:
             rows.append({"paper": paper, "item": f"{fig['label']} ({fig['rule']})", **job_costs(fig["jobs"])})
     return rows
-
-
-JOB_DEVICE_LINE = re.compile(r"^featlearn: device (?P<device>.+?) \(asked: (?P<asked>[^)]*)\); torch threads (?P<threads>\d+)"
-                             r"(?:; precision (?P<precision>\w+))?")
-
-
-def job_device(benchmark: str | os.PathLike) -> dict | None:
-    """Where a compute job ran, from the first lines of its log (``results/logs/...`` beside
-    ``results/benchmarks/...``, written by ``python -m featlearn compute``); None for a job whose log has no such
-    line (figure rules, data jobs, logs of older runs)."""
-    path = Path(str(benchmark).replace("/benchmarks/", "/logs/", 1)).with_suffix(".log")
-    try:
-        with open(path, errors="replace") as fh:
-            head = [fh.readline() for _ in range(5)]
-    except OSError:
-        return None
-    for line in head:
-        m = JOB_DEVICE_LINE.match(line.strip())
-        if m:
-            return {k: v for k, v in m.groupdict().items() if v is not None}
-    return None
 
 
 def devices_line(jobs: list[dict]) -> str:

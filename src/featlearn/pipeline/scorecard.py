@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections import defaultdict
 
@@ -20,6 +19,8 @@ from featlearn.pipeline.claims import (
     Claim,
     merge_claims,
 )
+from featlearn.pipeline.claims import fmt_value as _fmt
+from featlearn.pipeline.claims import shown_value as _ours
 from featlearn.io import write_text
 from featlearn.pipeline.evidence import Figure, by_claim
 from featlearn.pipeline.evidence import summary_line as evidence_summary
@@ -31,18 +32,6 @@ TITLES = {
     "joma": "Tian et al. 2023: JoMA",
     "templates": "Boix-Adserà et al. 2023: Template tasks",
 }
-
-
-def _fmt(x: float) -> str:
-    return "" if math.isnan(x) else f"{x:.4g}"
-
-
-def _ours(c: Claim) -> str:
-    if math.isnan(c.measured):
-        return "—"
-    spread = f" ± {_fmt(c.spread)}" if not math.isnan(c.spread) else ""
-    seeds = f" ({c.seeds} seeds)" if c.seeds > 1 else ""
-    return f"{_fmt(c.measured)}{spread}{seeds}"
 
 
 def _passing_draws(c: Claim) -> int:

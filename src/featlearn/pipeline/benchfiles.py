@@ -1,0 +1,78 @@
+"""What a job's own files say of it: Snakemake's ``benchmark:`` file (wall and CPU seconds, peak memory) and the first
+line of its log (the device, torch threads and precision it computed with). Read by the results pages, the compute
+table and the paper-scale evidence."""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import re
+from pathlib import Path
+
+from featlearn.pipeline.jobclient import read_usage
+
+
+def read_benchmark(path: str | os.PathLike) -> dict | None:
+    """Wall seconds, CPU seconds and peak resident memory (MB) of one Snakemake benchmark file (the mean
+    over its rows, as ``benchmark: repeat(...)`` writes one row per repeat), and whether the job ran in the
+    job server (``served``); None if it is absent.
+
+    A job run by the job server (:mod:`featlearn.pipeline.jobserver`) left its workers' CPU seconds and peak memory
+    beside the benchmark file, which saw only the client processes: their CPU seconds are added and the
+    peak is the larger of the two."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    if not rows:
+        return None
+
+    def mean(key):
+        vals = []
+        for r in rows:
+            try:
+                vals.append(float(r.get(key, "nan")))
+            except ValueError:
+                vals.append(math.nan)
+        vals = [v for v in vals if not math.isnan(v)]
+        return sum(vals) / len(vals) if vals else math.nan
+
+    result = {"wall_s": mean("s"), "cpu_s": mean("cpu_time"), "max_rss_mb": mean("max_rss"), "served": False}
+    usage = read_usage(path, path.stat().st_mtime, 0.0 if math.isnan(result["wall_s"]) else result["wall_s"])
+    if usage is not None:
+        result.update(cpu_s=_sum([result["cpu_s"], usage["cpu_s"]]), max_rss_mb=_max([result["max_rss_mb"], usage["max_rss_mb"]]),
+                      served=True)
+    return result
+
+
+def _sum(values):
+    vals = [v for v in values if not math.isnan(v)]
+    return sum(vals) if vals else math.nan
+
+
+def _max(values):
+    vals = [v for v in values if not math.isnan(v)]
+    return max(vals) if vals else math.nan
+
+
+JOB_DEVICE_LINE = re.compile(r"^featlearn: device (?P<device>.+?) \(asked: (?P<asked>[^)]*)\); torch threads (?P<threads>\d+)"
+                             r"(?:; precision (?P<precision>\w+))?")
+
+
+def job_device(benchmark: str | os.PathLike) -> dict | None:
+    """Where a compute job ran, from the first lines of its log (``results/logs/...`` beside
+    ``results/benchmarks/...``, written by ``python -m featlearn compute``); None for a job whose log has no such
+    line (figure rules, data jobs, logs of older runs)."""
+    path = Path(str(benchmark).replace("/benchmarks/", "/logs/", 1)).with_suffix(".log")
+    try:
+        with open(path, errors="replace") as fh:
+            head = [fh.readline() for _ in range(5)]
+    except OSError:
+        return None
+    for line in head:
+        m = JOB_DEVICE_LINE.match(line.strip())
+        if m:
+            return {k: v for k, v in m.groupdict().items() if v is not None}
+    return None
