@@ -268,6 +268,35 @@ def test_dag_of_the_smoke_config_without_data(repo, tmp_path):
     assert set(nodes["joma_table1_cell[C=20,n0=10,n1=20,n_ch=2]"].settings["seeds"]) == {1, 2}
 
 
+def test_assume_online_counts_the_jobs_of_datasets_absent_offline(repo, tmp_path, monkeypatch):
+    """Offline with no data (``enabled: auto``), the data-bound jobs are left out as Snakemake leaves them out;
+    --assume-online counts them as a machine with network access would run them, and sizes the AG News and
+    WikiText-103 ones by the datasets' documented sizes. A dataset switched off in the config stays off."""
+    monkeypatch.delenv("FEATLEARN_DATA_MIRROR", raising=False)
+    monkeypatch.setenv("FEATLEARN_OFFLINE", "1")
+    overlay = tmp_path / "auto.yaml"
+    overlay.write_text("data: {offline: true, mirror: null, datasets: {ag_news: {enabled: auto}, wikitext103: {enabled: "
+                       "auto}, ptb: {enabled: false}}}\n")
+    config = E.merged_config([str(repo / "config" / "paper.yaml"), str(overlay)], repo / "config")
+    offline = {n.label for n in E.build_dag(config, str(tmp_path / "results"))}
+    online = {n.label: n for n in E.build_dag(config, str(tmp_path / "results"), online=True)}
+    assert offline < set(online)
+    added = set(online) - offline
+    assert "data_prepare[name=wikitext103]" in added and "data_prepare[name=ag_news]" in added
+    assert any("wikitext103" in label and n.rule == "joma_wikitext" for label, n in online.items())
+    assert any(n.rule == "features_train" and n.settings["dataset"] == "ag_news" for n in online.values())
+    assert "data_prepare[name=ptb]" not in online  # off in the config: not assumed on
+    # the sizes of an AG News job come from the documented sizes (no prepared splits here)
+    node = next(n for n in online.values() if n.rule == "features_train" and n.settings["dataset"] == "ag_news")
+    data = features_cost.features_data(node.settings, str(tmp_path / "results"))
+    assert data["documented"] and data["n_train"] == 110_000 and data["eval_instances"] == 17_600
+    assert data["vocab"] == 85_568 and data["n_classes"] == 4 and data["mean_length"] == pytest.approx(37.7)
+    capped = features_cost.documented_data({**node.settings, "max_train": 20_000, "max_eval": 2_000,
+                                            "settings": {**node.settings["settings"], "max_len": 30}})
+    assert (capped["n_train"], capped["eval_instances"], capped["mean_length"]) == (20_000, 4_000, 30)
+    assert features_cost.documented_data({**node.settings, "dataset": "imdb"}) is None  # no documented length
+
+
 @pytest.mark.shared_data
 def test_estimate_command_on_the_smoke_config(repo, tmp_path, monkeypatch, shared_data, one_thread):
     """The command end to end with one-step probes: every compute job of the smoke DAG is a row of the Markdown,

@@ -15,13 +15,41 @@ from pathlib import Path
 from featlearn.pipeline.estimate import FLOAT32, Cost, Node, Part, lm_cost, probe
 
 
+# Documented sizes of a classification dataset whose prepared files are absent (estimate --assume-online):
+# splits and vocabulary as featlearn.data.registry expects them (AG News: Zhang, Zhao, LeCun 2015's 120,000 train
+# rows less this project's 10,000 dev rows, 7,600 test, 4 classes), and the mean length in words of the title +
+# description of the test split (37.7 over its 7,600 rows, measured with featlearn.data.parsers.read_ag_news_csv;
+# the train split is assumed alike [D]).
+DOCUMENTED = {"ag_news": {"mean_length": 37.7, "n_classes": 4}}
+
+
+def documented_data(cfg: dict) -> dict | None:
+    """A features training job's split sizes from its dataset's documented sizes (``DOCUMENTED`` and the
+    data registry), subsampled as ``load_splits`` subsamples; None for a dataset without them."""
+    from featlearn.data.registry import PREPARED
+
+    name = cfg["dataset"]
+    if name not in DOCUMENTED or not PREPARED[name].expected_sizes:
+        return None
+    train, dev, test = PREPARED[name].expected_sizes
+    cap = int(cfg.get("max_train") or 0)
+    n_train = min(train, cap) if cap > 0 else train
+    n_eval = sum(min(n, int(cfg.get("max_eval") or 0)) if cfg.get("max_eval") else n for n in (dev, test))
+    max_len = cfg["settings"].get("max_len") or 0
+    mean = DOCUMENTED[name]["mean_length"] if not max_len else min(DOCUMENTED[name]["mean_length"], max_len)
+    return {"n_train": n_train, "mean_length": mean, "eval_instances": n_eval, "vocab": PREPARED[name].expected_vocab,
+            "n_classes": DOCUMENTED[name]["n_classes"], "documented": True}
+
+
 def features_data(cfg: dict, results: str = "results") -> dict | None:
     """Sizes of a features training job's splits, as ``featlearn.features.experiments.load_splits`` reads them
     (train subsampled to ``max_train``, dev/test to ``max_eval``, tokens cut at ``max_len``): from the prepared
-    files when they exist (the synthetic data are built), else None. Read once per dataset and subsample."""
+    files when they exist (the synthetic data are built), else the dataset's documented sizes
+    (:func:`documented_data`), else None. Read once per dataset and subsample."""
     keys = ("dataset", "max_train", "max_eval", "subsample_seed", "synthetic")
-    return _features_data(json.dumps({k: cfg.get(k) for k in keys} | {"max_len": cfg["settings"].get("max_len")}, sort_keys=True),
-                          results)
+    found = _features_data(json.dumps({k: cfg.get(k) for k in keys} | {"max_len": cfg["settings"].get("max_len")},
+                                      sort_keys=True), results)
+    return found if found is not None else documented_data(cfg)
 
 
 @functools.lru_cache(maxsize=None)
@@ -90,7 +118,8 @@ def train_cost(node: Node, results: str = "results") -> Cost:
                 eval_share, f"dev + test ({data['eval_instances']} instances) forward after every epoch and at epoch 0 "
                 "(1/3 of a training pass) [D]",
                 "FLOPs = 6 P_ne B L R per step; memory = 4 B x R ((2 + slots) P + 8 B L d) [D]",
-                f"{data['n_train']} train instances of mean length {data['mean_length']:.1f}, vocab {data['vocab']}")
+                f"{data['n_train']} train instances of mean length {data['mean_length']:.1f}, vocab {data['vocab']}"
+                + (" (documented sizes: the prepared splits are absent)" if data.get("documented") else ""))
 
 
 def train_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:

@@ -163,16 +163,30 @@ def _data_jobs(paths, prepared_on: dict) -> list:
                 wildcards={"name": names, "file": "[^/]+"})]
 
 
-def build_dag(config: dict, results: str = "results") -> list[Node]:
+def assume_online(status: dict) -> dict:
+    """Dataset switches as a machine with network access would resolve them: a dataset left out only because its
+    files are neither here nor in the mirror and the run is offline (``enabled: auto``) is switched on; one switched
+    off in the config stays off."""
+    import featlearn.pipeline.workflow as wf
+
+    return {name: wf.DatasetStatus(name, True, "assumed online (--assume-online): sizes as documented")
+            if not st.enabled and st.reason.startswith("offline and ") else st for name, st in status.items()}
+
+
+def build_dag(config: dict, results: str = "results", online: bool = False) -> list[Node]:
     """The compute jobs of the DAG that ``snakemake`` (rule ``all``) would build under ``config``, each with the
     jobs it depends on. Datasets and checkpoints are resolved as the Snakefile resolves them in a dry run
-    (no contact with the model hub: uncached checkpoints are left out, as ``snakemake -n`` leaves them out)."""
+    (no contact with the model hub: uncached checkpoints are left out, as ``snakemake -n`` leaves them out);
+    ``online``: the datasets absent offline are counted as a machine with network access would download them
+    (:func:`assume_online`), their jobs sized by the datasets' documented sizes."""
     import featlearn.pipeline.workflow as wf
     from featlearn.pipeline.dag import JobIndex, files_of
     from featlearn.pipeline.registry import Paths
 
     paths = Paths(results)
     status = wf.dataset_status(config, f"{results}/data/raw")  # as common.smk: RAW = results/data/raw
+    if online:
+        status = assume_online(status)
     prepared_on = wf.prepared_enabled(status)
 
     def dataset_on(name: str) -> bool:
@@ -708,6 +722,8 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
         "added to every modelled job",
         f"- load average (1 min) when the probes were taken: {meta['load']} on {os.cpu_count()} CPUs (other work on the "
         "machine makes the probed times longer)",
+    ] + (["- datasets absent offline are counted (--assume-online): their jobs are sized by the datasets' documented "
+          "sizes (each job's note says so)"] if meta.get("assume_online") else []) + [
         "",
         "Method (details, units and what is left out: docs/estimate.md): runs and steps from the job's settings "
         "and the training code; FLOPs and memory from the formula in each section (float32 unless stated); "
@@ -797,15 +813,17 @@ def resources_table(nodes: list[Node], meta: dict) -> dict:
 
 def run_estimate(configfiles: list[str], out: str, cache: str, device: str, probe_steps: int, probe_warmup: int,
                  probing: bool, results: str = "results", config_dir: str = "config", max_seconds: float = MAX_PROBE_STEP_SECONDS,
-                 threads: int | None = None, resources_out: str | None = None, max_parts: int = 0) -> dict:
+                 threads: int | None = None, resources_out: str | None = None, max_parts: int = 0,
+                 online: bool = False) -> dict:
     """Build the DAG of the merged config, estimate every job, write the Markdown to ``out`` and, with
-    ``resources_out``, the jobs' scheduler limits (:func:`resources_table`); returns the summary."""
+    ``resources_out``, the jobs' scheduler limits (:func:`resources_table`); returns the summary. ``online``: count
+    the jobs of datasets that are absent offline too (:func:`assume_online`)."""
     import torch
 
     from featlearn.io import write_text
 
     config = merged_config(configfiles, config_dir)
-    nodes = build_dag(config, results)
+    nodes = build_dag(config, results, online)
     prober = Prober(device, cache, probe_steps, probe_warmup, probing, max_seconds, threads=threads, max_parts=max_parts)
     own_threads = torch.get_num_threads()
     estimate(nodes, prober, config, results)
@@ -819,7 +837,8 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
             "probe_warmup": probe_warmup, "measured": prober.measured, "cache": cache, "probing": probing,
             "startup": prober.startup(),
             "load": f"{min(loads):.1f}–{max(loads):.1f}" if loads else "not recorded",
-            "threads": f"{prober.threads} (--threads)" if prober.threads else "each job's declared threads"}
+            "threads": f"{prober.threads} (--threads)" if prober.threads else "each job's declared threads",
+            "assume_online": online}
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     write_text(out, report(nodes, sched, meta))
     if resources_out:
@@ -837,7 +856,8 @@ def register(sub) -> None:
         device = resolve_device(args.device)
         res = run_estimate(args.configfile, args.out, args.cache, device, args.probe_steps, args.probe_warmup, not args.no_probe,
                            results=args.results, config_dir=args.config_dir, max_seconds=args.max_probe_seconds,
-                           threads=args.threads, resources_out=args.resources_out or None, max_parts=args.max_probes_per_job)
+                           threads=args.threads, resources_out=args.resources_out or None, max_parts=args.max_probes_per_job,
+                           online=args.assume_online)
         print(f"estimate: {res['jobs']} jobs, total {duration(res['total'])}, critical path {duration(res['critical'])}, "
               + ", ".join(f"{g} GPU{'s' if g > 1 else ''} {duration(res['makespan'][g])}" for g in GPU_COUNTS)
               + (f"; {len(res['unknown'])} jobs without a time" if res["unknown"] else "") + f" -> {res['out']}")
@@ -859,6 +879,9 @@ def register(sub) -> None:
                    help="torch threads of every probe (default: each job's declared threads, as Snakemake gives them)")
     p.add_argument("--results", default="results", help="results folder (prepared data sizes, benchmark files, run record)")
     p.add_argument("--config-dir", default="config", help="folder of config.yaml")
+    p.add_argument("--assume-online", action="store_true",
+                   help="count the jobs of datasets absent offline (WikiText-103, AG News train) as a machine with network "
+                        "access would run them, sized by the datasets' documented sizes")
     p.add_argument("--resources-out", default=f"results/{ESTIMATE_RESOURCES}",
                    help="per-job runtime and mem_mb from the estimate, which the workflow's resources then use ('' to skip)")
     p.set_defaults(func=run)
