@@ -533,3 +533,36 @@ def test_cuda_graphs_train_as_the_eager_step_does():
     assert torch.equal(eager.best_epoch, graphed.best_epoch)
     for name in eager.params:
         assert torch.allclose(eager.params[name], graphed.params[name], rtol=1e-9, atol=1e-12), name
+
+
+def test_a_memory_budget_splits_groups_of_wide_models():
+    """With max_group_gb a group holds as many runs as fit by the run memory formula (at most max_group): every run
+    is still trained, in the same order, and no group's formula exceeds the budget; a run alone larger than the budget
+    is an error. Without the key the groups are those of max_group alone (default and smoke configs set none)."""
+    settings = {"task": {"name": "aba_abb"}, **PROTOCOL, "model": {**TINY, "d_emb": 64}, "variants": ["vanilla", "kq"],
+                "n": [8, 512], "lrs": [1e-3, 1e-2], "seeds": 3, "epochs": 1, "device": "cpu", "max_group": 64,
+                "progress": False}
+    plain = S.expand_groups(settings)
+    assert [len(g.runs) for g in plain] == [12, 12]
+    wide = S.expand_groups({**settings, "n": [512]})[0]
+    per_run = S.run_memory_bytes(wide, S.group_vocab(wide))
+    assert per_run == 4 * (4 * sum(p.numel() for p in S.init_model(wide, wide.runs[0], S.group_vocab(wide), wide.structure)
+                                   .parameters()) + 8 * 512 * wide.task.length * 64)
+    budget = 5.5 * per_run / 2**30  # room for 5 runs of n = 512
+    split = S.expand_groups({**settings, "max_group_gb": budget})
+    sizes = {n: [len(g.runs) for g in split if g.n == n] for n in (8, 512)}
+    assert sizes[512] == [5, 5, 2] and sum(sizes[8]) == 12 and max(sizes[8]) > 5  # small n: smaller activations
+    for n in (8, 512):
+        assert [r for g in split if g.n == n for r in g.runs] == plain[0].runs  # every run, in order
+    assert all(len(g.runs) * S.run_memory_bytes(g, S.group_vocab(g)) <= budget * 2**30 for g in split)
+    with pytest.raises(ValueError, match="needs .* GiB by the memory formula, more than max_group_gb"):
+        S.expand_groups({**settings, "max_group_gb": 0.5 * per_run / 2**30})
+
+
+def test_the_sweep_settings_carry_a_memory_budget_only_where_the_config_sets_one(repo):
+    from featlearn.pipeline.estimate import merged_config
+    from featlearn.templates.sweeps.experiments import figure_curves
+
+    cfg = merged_config([], repo / "config")["templates"]["sweeps"]
+    assert all("max_group_gb" not in s for _, s in figure_curves("5", cfg))
+    assert all(s["max_group_gb"] == 40.0 for _, s in figure_curves("5", {**cfg, "max_group_gb": 40}))

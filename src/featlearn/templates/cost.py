@@ -12,7 +12,7 @@ import json
 import math
 import time
 
-from featlearn.pipeline.estimate import FLOAT32, Cost, Node, Part, lm_cost, parameters_outside_embeddings, probe, sync
+from featlearn.pipeline.estimate import Cost, Node, Part, lm_cost, parameters_outside_embeddings, probe, sync
 
 
 def groups_cost(node: Node, curves: list) -> Cost:
@@ -21,22 +21,17 @@ def groups_cost(node: Node, curves: list) -> Cost:
     non-embedding parameters of one run's model at the job's vocabulary; a sequence model applies them at each
     of the task's positions [D: upper bound for a readout on the last position only]; the MLPs' one-hot first
     layer counts hidden x inputs, as it is computed); memory = 4 B x R (4 P + 8 samples x positions x width),
-    width the widest layer's output."""
-    import torch
-
-    from featlearn.templates.sweeps.engine import expand_groups, init_model
-    from featlearn.templates.tasks import make_datasets
+    width the widest layer's output (:func:`featlearn.templates.sweeps.engine.run_memory_bytes`, which also caps a
+    group's runs where ``max_group_gb`` is set)."""
+    from featlearn.templates.sweeps.engine import expand_groups, group_vocab, init_model, run_memory_bytes
 
     parts = []
     for _, settings in curves:
         for g in expand_groups({**settings, "progress": False}):
             R = len(g.runs)
             samples = min(g.n, g.batch)
-            vocab = make_datasets(g.task, 1, 1, n_val=1, n_test=1, train_alphabet=g.n).vocab.size  # the job's vocabulary
+            vocab = group_vocab(g)  # the job's vocabulary
             m = init_model(g, g.runs[0], vocab, g.structure)
-            P = sum(p.numel() for p in m.parameters())
-            emb = {id(x.weight) for x in m.modules() if isinstance(x, torch.nn.Embedding)}
-            width = max((p.shape[0] for p in m.parameters() if p.dim() == 2 and id(p) not in emb), default=1)
             if g.arch.startswith("mlp"):  # the one-hot first layer is a sum of the selected columns: hidden x inputs
                 first = m.layers[0].weight
                 per_sample = 6 * (parameters_outside_embeddings(m) - first.numel()
@@ -49,7 +44,7 @@ def groups_cost(node: Node, curves: list) -> Cost:
                      **({"cuda_graphs": True} if g.cuda_graphs else {})}  # (absent when off: earlier probes stay valid)
             parts.append(Part(probe("sweep", shape, "runs", node.threads, f"{__name__}:sweep_probe"),
                               g.epochs * g.steps_per_epoch, R, per_sample * samples * R,
-                              FLOAT32 * R * (4 * P + samples * g.task.length * width * 8)))
+                              R * run_memory_bytes(g, vocab)))
     return Cost(parts, 0.0, "evaluation (validation + test, every epoch) is inside the timed probe epochs",
                 "FLOPs = 6 P_ne x samples x positions x R per step (MLP: 6 P_ne x samples x R, first layer hidden x inputs); "
                 "memory = 4 B x R (4P + 8 samples x positions x width) [D]",

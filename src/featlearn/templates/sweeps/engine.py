@@ -186,6 +186,27 @@ def init_model(group: Group, run: RunSpec, vocab_size: int, structure: tuple[boo
     return model.to(group.dtype)
 
 
+def run_memory_bytes(group: Group, vocab_size: int) -> int:
+    """The memory formula of one run of ``group`` (the estimate's, ``featlearn.templates.cost``): 4 B x (4 P + 8 x
+    samples x positions x width), P the parameters of one run's model, samples a minibatch (at most n), width the
+    widest layer's output. Counted on the meta device: no memory is allocated, whatever the model's size."""
+    with torch.device("meta"):
+        model = build_model(group.arch, vocab_size, group.task.length, group.task.kind,
+                            **{**group.model, **({"kq": group.structure[0], "vo": group.structure[1]}
+                                                 if group.arch == "transformer" else {})})
+    emb = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
+    params = sum(p.numel() for p in model.parameters())
+    width = max((p.shape[0] for p in model.parameters() if p.dim() == 2 and id(p) not in emb), default=1)
+    return 4 * (4 * params + 8 * min(group.n, group.batch) * group.task.length * width)
+
+
+def group_vocab(group: Group) -> int:
+    """The vocabulary of a group's data at its n (the datasets' token count, as the training builds them)."""
+    from featlearn.templates.tasks import make_datasets
+
+    return make_datasets(group.task, 1, 1, n_val=1, n_test=1, train_alphabet=group.n).vocab.size
+
+
 def trainable_mask(group: Group, run: RunSpec, name: str) -> bool:
     if group.trainable is not None and not name.startswith(tuple(group.trainable)):
         return False
@@ -501,6 +522,7 @@ class SweepSettings:
     max_group: int
     device: str
     cuda_graphs: bool
+    max_group_gb: float | None = None  # memory budget of one group (the run memory formula x runs); None: no cap
     trainable: list | None = None
     dtype: str = "float32"
     curve_every: int = 0
@@ -516,7 +538,10 @@ class SweepSettings:
 
 def expand_groups(settings: dict | SweepSettings) -> list[Group]:
     """The groups of a sweep: one per n (chunks of at most ``max_group`` runs), each holding every
-    variant x learning rate x seed of that n (see :class:`SweepSettings`)."""
+    variant x learning rate x seed of that n (see :class:`SweepSettings`). With ``max_group_gb``, a chunk holds at
+    most as many runs as fit in that many GiB by the run memory formula (:func:`run_memory_bytes`): a paper-scale
+    sweep of wide models is split into smaller groups, and the estimate, which expands the same groups, times the
+    split that will run. A run alone larger than the budget is an error."""
     s = settings if isinstance(settings, SweepSettings) else SweepSettings.parse(settings)
     spec = dict(s.task)
     per_run = spec.get("seed") == PER_RUN
@@ -529,12 +554,15 @@ def expand_groups(settings: dict | SweepSettings) -> list[Group]:
     runs = [RunSpec(seed, float(lr), variant) for variant, lr, seed in itertools.product(s.variants, s.lrs, _seeds(s.seeds))]
     groups = []
     for n in s.n:
-        for i in range(0, len(runs), int(s.max_group)):
+        size = int(s.max_group)
+        if s.max_group_gb:
+            size = _runs_that_fit(s, task, int(n), runs, dtype, per_run)
+        for i in range(0, len(runs), size):
             groups.append(
                 Group(
                     task,
                     int(n),
-                    runs[i : i + int(s.max_group)],
+                    runs[i : i + size],
                     arch=s.arch,
                     model=dict(s.model),
                     epochs=int(s.epochs),
@@ -552,6 +580,23 @@ def expand_groups(settings: dict | SweepSettings) -> list[Group]:
                 )
             )
     return groups
+
+
+def _runs_that_fit(s: SweepSettings, task, n: int, runs: list[RunSpec], dtype, per_run: bool) -> int:
+    """How many runs of a sweep at ``n`` one group holds within ``max_group_gb`` (at most ``max_group``), by the run
+    memory formula of the most demanding structure among the runs."""
+    budget = float(s.max_group_gb) * 2**30
+    worst = 0
+    for structure_runs in {VARIANTS[r.variant]: [r] for r in runs}.values():
+        probe = Group(task, n, structure_runs, arch=s.arch, model=dict(s.model), epochs=int(s.epochs), batch=int(s.batch),
+                      eval_every=int(s.eval_every), n_val=int(s.n_val), n_test=int(s.n_test), dtype=dtype,
+                      cuda_graphs=False, per_run_templates=per_run)
+        worst = max(worst, run_memory_bytes(probe, group_vocab(probe)))
+    fit = int(budget // worst)
+    if fit < 1:
+        raise ValueError(f"one run of {s.arch} {s.model} at n={n} needs {worst / 2**30:.1f} GiB by the memory formula, "
+                         f"more than max_group_gb {s.max_group_gb:g}")
+    return max(1, min(int(s.max_group), fit))
 
 
 def _group_frame(group: Group, res: GroupResult) -> pd.DataFrame:

@@ -77,12 +77,19 @@ def figure_curves(fig: str, cfg: dict, device: str = "cpu") -> list[tuple[dict, 
             "trainable": entry.get("trainable"),
             "device": device,
             "max_group": cfg["max_group"],
+            **_group_budget(cfg),
             "cuda_graphs": cfg["cuda_graphs"],
             "progress": True,
         }
         meta = {"labels": entry["labels"], "panel": entry["panel"], "axis": axis or "", "value": entry["value"]}
         curves.append((meta, settings))
     return curves
+
+
+def _group_budget(cfg: dict) -> dict:
+    """``max_group_gb`` where the config sets one (absent otherwise, so the settings of a run without a budget, and
+    with them its cached results, are those of before the key existed)."""
+    return {"max_group_gb": float(cfg["max_group_gb"])} if cfg.get("max_group_gb") else {}
 
 
 def run_figure(fig: str, cfg: dict, out: str, device: str = "cpu") -> None:
@@ -127,6 +134,7 @@ def calibration_curves(cfg: dict, device: str = "cpu") -> list[tuple[dict, dict]
                 "trainable": None,
                 "device": device,
                 "max_group": cfg["max_group"],
+                **_group_budget(cfg),
                 "cuda_graphs": cfg["cuda_graphs"],
                 "progress": True,
             }
