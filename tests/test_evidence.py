@@ -74,7 +74,7 @@ def test_adding_a_figure_copies_its_drawing_claims_and_run_record(tmp_path):
     assert fig.compute_hours() == pytest.approx(120.5 / 3600)
     # the index and the README's block list it; the README outside the block is untouched
     index = (tmp_path / "evidence" / "README.md").read_text()
-    assert "| `joma` | Fig. 4 | [`fig_joma_4`](paper/joma/fig_joma_4/) | 1 of 2 |" in index
+    assert "| `joma` | Fig. 4 | [`fig_joma_4`](paper/joma/fig_joma_4/) | 2 | 1 of 2 |" in index
     text = readme.read_text()
     assert "old" not in text and "Fig. 4" in text and text.startswith("# x\n\n") and text.endswith("\n\nafter\n")
 

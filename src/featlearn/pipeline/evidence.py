@@ -129,7 +129,8 @@ def read_evidence(root: str | os.PathLike = EVIDENCE_DIR, paper: str | None = No
     out = []
     for p in papers:
         if (root / p).is_dir():
-            out += [read_figure(d) for d in sorted((root / p).iterdir()) if d.is_dir()]
+            figs = [read_figure(d) for d in (root / p).iterdir() if d.is_dir()]
+            out += sorted(figs, key=lambda f: (str(f.record.get("order", "")), f.rule))  # the paper's order
     return out
 
 
@@ -196,13 +197,13 @@ def index_markdown(figures: list[Figure], root: str | os.PathLike = EVIDENCE_DIR
     """The list of figures with paper-scale evidence (``evidence/README.md`` and the README's block)."""
     if not figures:
         return "No figure has committed paper-scale evidence yet.\n"
-    lines = ["| paper | figure | rule | empirical claims reproduced | run | compute (job wall, h) |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| paper | figure | rule | claims (all kinds) | empirical claims reproduced | run | compute (job wall, h) |",
+             "|---|---|---|---|---|---|---|"]
     for f in figures:
         counted = [c for c in f.claims if c.counts]
         hours = f.compute_hours()
         lines.append(f"| `{f.paper}` | {f.label} | [`{f.rule}`]({Path(root, f.paper, f.rule).as_posix()}/) | "
-                     f"{sum(c.verdict == REPRODUCED for c in counted)} of {len(counted)} | {f.provenance()} | "
+                     f"{len(f.claims)} | {sum(c.verdict == REPRODUCED for c in counted)} of {len(counted)} | {f.provenance()} | "
                      f"{'—' if math.isnan(hours) else f'{hours:.2f}'} |")
     return "\n".join(lines) + "\n"
 
@@ -344,7 +345,7 @@ def add_figures(paper: str, figures: list[str] | None = None, workdir: str | os.
             shutil.copy2(src, dest / src.name)
             files.append(src.name)
         write_claims(dest / CLAIMS, [Claim(**row) for row in prepared["claims"]])
-        record = {"paper": paper, "rule": rule, "label": prepared["label"],
+        record = {"paper": paper, "rule": rule, "label": prepared["label"], "order": entry.get("order", ""),
                   "added_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
                   "files": files, "jobs": prepared["jobs"], "run": run}
         write_json(dest / RECORD, record)
