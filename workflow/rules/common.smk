@@ -515,20 +515,20 @@ def _page_figures(paper):
     ]
 
 
-def figure_entry(paper, rule):
-    """The results-page entry of one figure, table or check (as its paper's page lists it)."""
+def figure_entry(paper, name):
+    """The results-page entry of one figure, table or check (as its paper's page lists it), by its target name."""
     for entry in _page_figures(paper):
-        if entry["rule"] == rule:
+        if entry["rule"] == name:
             return entry
     known = ", ".join(e["rule"] for e in _page_figures(paper))
     raise ValueError(
-        f"{paper} has no figure rule {rule!r} in this run; its figures: {known}"
+        f"{paper} has no figure {name!r} in this run; its figures: {known}"
     )
 
 
-def figure_evidence_inputs(paper, rule):
+def figure_evidence_inputs(paper, name):
     """What a figure's prepared evidence reads: its drawings, tables and claims table."""
-    entry = figure_entry(paper, rule)
+    entry = figure_entry(paper, name)
     return (
         entry["pngs"] + entry["tables"] + ([entry["claims"]] if entry["claims"] else [])
     )

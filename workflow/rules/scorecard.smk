@@ -51,11 +51,10 @@ rule scorecard:
         ENV
     params:
         skipped=json.dumps(SKIPPED, sort_keys=True),
-        evidence=EVIDENCE,
     shell:
         "python -m featlearn scorecard --out-csv {output.csv} --out-md {output.md}"
         " --out-html {output.html} --run {input.run} --skipped {params.skipped:q}"
-        " --evidence {params.evidence:q} {input.claims} > {log} 2>&1"
+        f" --evidence {shlex.quote(EVIDENCE)} {{input.claims}} > {{log}} 2>&1"
 
 
 rule run_record:
@@ -106,12 +105,11 @@ rule paper_page:
         ENV
     params:
         manifest=lambda wc: page_manifest(wc.paper),
-        evidence=EVIDENCE,
     shell:
         "printf '%s\\n' {params.manifest:q} > {output.manifest} && "
         "python -m featlearn paper-page --manifest {output.manifest} --claims {input.claims}"
         " --run {input.run} --out-md {output.md} --out-html {output.html}"
-        " --evidence {params.evidence:q} > {log} 2>&1"
+        f" --evidence {shlex.quote(EVIDENCE)} > {{log}} 2>&1"
 
 
 # What `python -m featlearn evidence add` copies of one figure of a paper-scale run into evidence/paper/ (its files,
