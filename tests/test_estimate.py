@@ -3,6 +3,7 @@ the probe cache, and the command end to end on the smoke config."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -218,6 +219,48 @@ def test_probe_cache_is_keyed_by_device_and_not_probed_twice(tmp_path, monkeypat
     other = E.probe("fake", {"runs": 3, "width": 8}, "runs")
     assert E.Prober("cpu", cache, probe=False, probes={"fake": fake}).get("rule", other) is None
     assert calls == [2, 2]
+
+
+def test_a_probe_is_timed_and_cached_in_its_jobs_precision(tmp_path):
+    """A bf16 job's probe runs under bf16 autocast and is cached apart from the fp32 probe of the same shape (whose key
+    is the one it had before precisions existed); the process's float32 settings are restored after each probe."""
+    import torch
+
+    seen = []
+
+    def fake(shape, dim, device, steps, warmup):
+        a = torch.ones(2, 2)
+        seen.append(((a @ a).dtype, torch.get_float32_matmul_precision()))
+        return {"seconds_per_step": 0.5 if (a @ a).dtype == torch.float32 else 0.25}
+
+    cache = tmp_path / "probes.json"
+    fp32 = E.probe("fake", {"runs": 2}, "runs")
+    bf16 = dataclasses.replace(fp32, precision="bf16")
+    tf32 = dataclasses.replace(fp32, precision="tf32")
+    prober = E.Prober("cpu", cache, probes={"fake": fake})
+    assert prober.get("rule", fp32)["seconds_per_step"] == 0.5
+    assert prober.get("rule", bf16)["seconds_per_step"] == 0.25
+    prober.get("rule", tf32)
+    assert seen == [(torch.float32, "highest"), (torch.bfloat16, "highest"), (torch.float32, "high")]
+    assert torch.get_float32_matmul_precision() == "highest"  # restored after the tf32 probe
+    keys = [json.loads(k) for k in json.loads(cache.read_text())]
+    assert sorted(k.get("precision", "fp32") for k in keys) == ["bf16", "fp32", "tf32"]
+
+
+def test_a_node_carries_its_jobs_precision(repo, tmp_path):
+    """The estimate's DAG gives each job the precision the workflow gives it (featlearn.precision.of_job, which
+    common.smk's job_precision calls too): the run's for the trainings, fp32 for the CPU-only jobs; a family's own
+    precision (the LMs', whose data this test has not) wins over the run's."""
+    from featlearn.precision import of_job
+
+    overlay = tmp_path / "prec.yaml"
+    overlay.write_text("precision: tf32\n")
+    config = E.merged_config([str(repo / "config" / "smoke.yaml"), _offline_overlay(tmp_path), str(overlay)],
+                             repo / "config")
+    nodes = {n.rule: n for n in E.build_dag(config, str(tmp_path / "results"))}
+    assert nodes["joma_table1_cell"].precision == "tf32" and nodes["joma_eq6"].precision == "fp32"
+    assert of_job("bf16", "tf32", True) == "bf16" and of_job(None, "tf32", True) == "tf32"
+    assert of_job("bf16", "tf32", False) == "fp32"
 
 
 def test_slow_probe_runs_reduced_and_extrapolates_linearly(tmp_path):

@@ -76,3 +76,62 @@ def test_the_run_record_names_the_precision(tmp_path):
     rec = run_record("smoke", "c" * 64, "d" * 12, "cpu", repo=tmp_path, precision="bf16")
     assert rec["precision"] == "bf16"
     assert "precision bf16" in provenance_line(rec)
+
+
+def test_full_precision_computes_in_float32_inside_a_bf16_job():
+    a = torch.randn(8, 8)
+    with precision.apply("bf16", "cpu"):
+        assert (a @ a).dtype == torch.bfloat16
+        with precision.full_precision("cpu"):
+            assert (a @ a).dtype == torch.float32
+            assert torch.equal(a @ a, torch.mm(a, a))  # the float32 product itself
+        with precision.full_precision(torch.device("cpu")):  # a torch.device works as well as its name
+            assert (a @ a).dtype == torch.float32
+        assert (a @ a).dtype == torch.bfloat16  # back to the job's arithmetic
+    with precision.apply("fp32", "cpu"), precision.full_precision("cpu"):
+        assert (a @ a).dtype == torch.float32  # nothing changes in a float32 job
+
+
+def test_the_training_loop_steps_in_the_job_precision_and_evaluates_in_float32(tmp_path):
+    """A bf16 job trains its LMs under bf16 autocast, but every evaluation the loop calls (validation loss, attention
+    entropy and maps) computes in float32, so the measurements read the trained model without bf16 rounding."""
+    from featlearn.training import resumable_training
+
+    model = torch.nn.Linear(4, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 4)
+    seen = {"step": set(), "record": set()}
+
+    def step(i):
+        out = model(x)
+        seen["step"].add(out.dtype)
+        loss = out.float().pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    def record(i, train_loss):
+        seen["record"].add(model(x).dtype)
+
+    with precision.apply("bf16", "cpu"):
+        resumable_training(model, opt, total=4, step=step, record=record, eval_every=2, checkpoint_every=100,
+                           work_dir=tmp_path, settings={}, device="cpu", save_log=dict, load_log=lambda logged: None)
+    assert seen == {"step": {torch.bfloat16}, "record": {torch.float32}}
+    assert model.weight.dtype == torch.float32  # weights stay float32
+
+
+def test_a_bf16_job_computes_with_the_weights_as_they_are_after_each_step():
+    """The job's one autocast context spans its optimiser steps: a forward pass after a step must use the updated
+    weights, not a bfloat16 copy cached at the first pass (autocast's weight cache would keep that copy until the
+    context exits, and training would follow gradients taken at stale weights)."""
+    lin = torch.nn.Linear(4, 4)
+    x = torch.ones(2, 4)
+    with precision.apply("bf16", "cpu"):
+        before = lin(x)
+        with torch.no_grad():
+            lin.weight.add_(1.0)  # what an optimiser step does, in place
+        after = lin(x)
+        expected = torch.nn.functional.linear(x, lin.weight.detach().clone(), lin.bias.detach().clone())
+    assert not torch.equal(before, after)
+    assert torch.equal(after, expected)

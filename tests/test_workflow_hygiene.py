@@ -244,3 +244,27 @@ def test_precision_reaches_the_trainings_only_and_a_bad_one_stops_the_run(tmp_pa
     (work / "bad.yaml").write_text("precision: fp16\n")
     bad = snakemake(work, "-n", "--configfile", "config/smoke.yaml", "bad.yaml", "--", "fig_joma_4")
     assert bad.returncode != 0 and "precision" in bad.stdout + bad.stderr
+
+
+def test_a_training_family_can_set_its_own_precision(tmp_path):
+    """A section's `precision` (here the Scan and Snap WikiText LMs') wins over the run's for that family's jobs only;
+    null follows the run's `precision`; a bad value stops the run naming the key."""
+    work = copy_workflow(tmp_path / "wf")
+    targets = ("--", "fig_scan_snap_10", "fig_scan_snap_6", "fig_joma_4")
+
+    def precisions(*overlays):
+        out = check_ok(snakemake(work, "-n", "-p", "--configfile", "config/smoke.yaml", *overlays, *targets)).stdout
+        return {m.group(1): m.group(2) for m in re.finditer(r"--run (\S+).*?--precision (\w+)", out)}
+
+    (work / "lm.yaml").write_text("scan_snap: {wikitext: {precision: bf16}}\n")
+    runs = precisions("lm.yaml")
+    assert runs["featlearn.scan_snap.wikitext:run_variant"] == "bf16", runs
+    assert runs["featlearn.scan_snap.experiments:syn_medium"] == "fp32", runs  # the run's precision
+    assert runs["featlearn.joma.experiments:eq6_tables"] == "fp32", runs  # a CPU-only job
+    (work / "run.yaml").write_text("precision: tf32\nscan_snap: {wikitext: {precision: null}}\n")
+    runs = precisions("run.yaml")
+    assert runs["featlearn.scan_snap.wikitext:run_variant"] == "tf32", runs  # null: the run's
+    assert runs["featlearn.scan_snap.experiments:syn_medium"] == "tf32", runs
+    (work / "bad.yaml").write_text("scan_snap: {wikitext: {precision: fp16}}\n")
+    bad = snakemake(work, "-n", "--configfile", "config/smoke.yaml", "bad.yaml", "--", "fig_scan_snap_10")
+    assert bad.returncode != 0 and "scan_snap.wikitext.precision" in bad.stdout + bad.stderr

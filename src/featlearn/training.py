@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from featlearn.io import atomic_path
+from featlearn.precision import full_precision
 
 RESUME_FILE = "resume.pt"
 IDENTITY_ENV = "FEATLEARN_RUN_IDENTITY"
@@ -95,13 +96,15 @@ def resumable_training(
 
     t0 = time.perf_counter()
     if start == 0:
-        record(0, None)
+        with full_precision(dev):
+            record(0, None)
     model.train()
     for i in range(start + 1, total + 1):
         loss = step(i)
         running, seen = running + (loss.detach().double() if isinstance(loss, torch.Tensor) else loss), seen + 1
         if i % eval_every == 0 or i == total:
-            record(i, float(running) / seen)
+            with full_precision(dev):  # evaluations in float32 whatever the job's precision (featlearn.precision)
+                record(i, float(running) / seen)
             running, seen = 0.0, 0
             log(progress(i - start, total - i, time.perf_counter() - t0))
         if i % checkpoint_every == 0 and i < total:

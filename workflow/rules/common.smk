@@ -37,6 +37,7 @@ import featlearn.pipeline.jobclient
 import featlearn.pipeline.jobserver
 import featlearn.pipeline.sizing
 import featlearn.pipeline.workflow
+import featlearn.precision
 
 # A dry run builds the DAG without network: uncached checkpoints are then listed as skipped.
 featlearn.pipeline.workflow.HUB_CONTACT["allowed"] = (
@@ -360,9 +361,12 @@ def job_gpu_memory(job):
 
 
 def job_precision(job):
-    """The arithmetic of a job (config key precision, featlearn.precision): the configured one for the jobs that
-    can use a GPU (the trainings), fp32 for every other job."""
-    return config["precision"] if job.resources.gpu else "fp32"
+    """The arithmetic of a job (featlearn.precision): for the jobs that can use a GPU (the trainings), the job's
+    own (its config section's precision) or else the run's (config key precision); fp32 for every other job.
+    """
+    return featlearn.precision.of_job(
+        job.precision, config["precision"], job.resources.gpu
+    )
 
 
 def gpu_slots(job):

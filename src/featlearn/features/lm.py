@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from featlearn.io import load_tensor, write_csv
+from featlearn.precision import full_precision
 from featlearn.training import resumable_training
 
 # token_count / target_count: occurrences in the training split; cooccurrence: times target follows token
@@ -139,8 +140,9 @@ def word_run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
                 **{k: settings[k] for k in WORD_MODEL_KEYS})
     out = train_lm(run, train_ids, valid_ids, len(vocab), ctx.work_dir, device=device, tag=tag)
     model = out["model"].eval()
-    table = cooccurrence_logits(lambda idx: model(idx)[0], train_ids, vocab, settings["n_frequent"], settings["top_k"], dataset,
-                                device)
+    with full_precision(device):  # the logit table in float32 whatever the training's precision
+        table = cooccurrence_logits(lambda idx: model(idx)[0], train_ids, vocab, settings["n_frequent"], settings["top_k"],
+                                    dataset, device)
     log = out["log"]
     log = log[log["metric"].isin(["train_loss", "val_loss"])][["step", "metric", "value"]]
     log.insert(0, "dataset", dataset)
@@ -274,7 +276,8 @@ def char_run(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     run = CharRun(**{k: v for k, v in settings.items() if k in CharRun.__dataclass_fields__})
     model, log = train_char_gpt(run, train_ids, valid_ids, len(vocab), ctx.work_dir, device=device, tag=tag)
     model.eval()
-    table = cooccurrence_logits(model, train_ids, vocab, settings["n_frequent"], settings["top_k"], dataset, device)
+    with full_precision(device):  # the logit table in float32 whatever the training's precision
+        table = cooccurrence_logits(model, train_ids, vocab, settings["n_frequent"], settings["top_k"], dataset, device)
     log.insert(0, "dataset", dataset)
     write_csv(log, outputs["log"])
     write_csv(table, outputs["logits"])

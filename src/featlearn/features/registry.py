@@ -188,7 +188,9 @@ def table_inputs(table: str, paths: Paths, datasets_on: list[str]) -> dict[str, 
 def lm_word_settings(lm: dict, dataset: str) -> dict:
     word = lm["word"]
     # the CUDA graphs switch only when on: the settings, and the estimate's probes of the runs, stay as they were
-    return ({k: v for k, v in word.items() if k not in ("datasets", "iterations") and not (k == "cuda_graphs" and not v)}
+    # (its precision is the job's arithmetic, not a setting of the run: featlearn.precision)
+    return ({k: v for k, v in word.items()
+             if k not in ("datasets", "iterations", "precision") and not (k == "cuda_graphs" and not v)}
             | {"iterations": word["iterations"][dataset], "n_frequent": lm["n_frequent"], "seed": lm["seed"],
                "dataset": dataset})
 
@@ -315,6 +317,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
             wildcards={"dataset": "|".join(word["datasets"])},
             work_dir=lambda wc: out("lm", wc.dataset, "resume"),
             cost=f"{COST}:lm_word_cost",
+            precision=word.get("precision"),
         ),
         Job(
             name="features_lm_char",

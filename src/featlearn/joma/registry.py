@@ -182,6 +182,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
         wildcards={"dataset": "wikitext2|wikitext103", "n_layer": r"\d+", "lr": r"[0-9.e+-]+", "seed": r"\d+"},
         work_dir=lambda wc: out("wikitext", wc.dataset, f"L{wc.n_layer}_lr{wc.lr}_s{wc.seed}.resume"),
         cost=f"{COST}:wikitext_cost",
+        precision=wiki.get("precision"),
     )
     jobs = [eq6, theorem2, softmax, exp, table1_cell, hblt, checkpoint, wikitext]
 

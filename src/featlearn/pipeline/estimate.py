@@ -26,6 +26,7 @@ of their Snakemake benchmark file when one exists, labelled as such. Standard li
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import importlib
 import json
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from featlearn import PAPERS
+from featlearn import PAPERS, precision
 from featlearn.pipeline.registry import load
 from featlearn.pipeline.sizing import ESTIMATE_RESOURCES
 from featlearn.pipeline.workflow import merged_config
@@ -78,13 +79,15 @@ class Probe:
     """What a probe times: ``kind`` (its name in the cache), ``shape`` (JSON-able: everything the step cost depends
     on), ``dim`` (the shape key that may be reduced for a slow probe, extrapolated linearly), the threads, and
     ``run``, the ``module:function`` that times it: ``function(shape, dim_value, device, steps, warmup) ->
-    {"seconds_per_step": ...}`` (left out of the cache key)."""
+    {"seconds_per_step": ...}`` (left out of the cache key), and the ``precision`` it is timed in (the job's:
+    :func:`estimate` sets it; featlearn.precision)."""
 
     kind: str
     shape_json: str
     dim: str
     threads: int = 1
     run: str = ""
+    precision: str = "fp32"
 
     @property
     def shape(self) -> dict:
@@ -141,6 +144,7 @@ class Node:
     deps: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
     cost_model: str | None = None
+    precision: str = "fp32"  # the job's arithmetic (featlearn.precision.of_job), which its probes are timed in
     cost: Cost | None = None
     why: str = ""
     # filled by estimate(): seconds of the job, where they come from, seconds per step of each part
@@ -233,7 +237,8 @@ def build_dag(config: dict, results: str = "results", online: bool = False) -> l
                     deps.append(index.concrete(djob, dwc).label)
         settings = json.loads(job.settings_json(wc)) if job.name != "data_prepare" else None
         nodes[label] = Node(label, job.name, job.paper, {k: v for k, v in wc.items() if k != "file"}, settings,
-                            job.resources.gpu, job.threads, cj.benchmark, sorted(set(deps)), inputs, job.cost)
+                            job.resources.gpu, job.threads, cj.benchmark, sorted(set(deps)), inputs, job.cost,
+                            precision=precision.of_job(job.precision, config["precision"], job.resources.gpu))
     return list(nodes.values())
 
 
@@ -352,8 +357,11 @@ class Prober:
         self.log = log or (lambda msg: print(f"[estimate] {msg}", file=sys.stderr, flush=True))
 
     def key(self, rule: str, p: Probe) -> str:
-        return json.dumps({"device": device_name(self.device, self.threads or p.threads), "torch": self.torch, "rule": rule,
-                           "kind": p.kind, "shape": p.shape, "version": PROBE_VERSION}, sort_keys=True)
+        key = {"device": device_name(self.device, self.threads or p.threads), "torch": self.torch, "rule": rule,
+               "kind": p.kind, "shape": p.shape, "version": PROBE_VERSION}
+        if p.precision != "fp32":  # (fp32 probes keep the keys they were cached under before the setting existed)
+            key["precision"] = p.precision
+        return json.dumps(key, sort_keys=True)
 
     def get(self, rule: str, p: Probe, flops_per_step: float | None = None) -> dict | None:
         key = self.key(rule, p)
@@ -378,11 +386,12 @@ class Prober:
         torch.set_num_threads(self.threads or p.threads)
         use, pilot, t0 = full, None, time.perf_counter()
         try:
-            if full > 1 and (flops_per_step or 0) > PILOT_FLOPS:
-                pilot = fn(shape, 1, self.device, min(2, self.steps), min(1, self.warmup))["seconds_per_step"]
-                if pilot * full > self.max_seconds:
-                    use = max(2, min(full, int(self.max_seconds / pilot)))
-            out = fn(shape, use, self.device, self.steps, self.warmup)
+            with precision.scoped(p.precision, self.device):  # the job's arithmetic, only while it is timed
+                if full > 1 and (flops_per_step or 0) > PILOT_FLOPS:
+                    pilot = fn(shape, 1, self.device, min(2, self.steps), min(1, self.warmup))["seconds_per_step"]
+                    if pilot * full > self.max_seconds:
+                        use = max(2, min(full, int(self.max_seconds / pilot)))
+                out = fn(shape, use, self.device, self.steps, self.warmup)
         except Exception as exc:  # out of memory above all: the table says it was not measured, and why
             text = str(exc).splitlines()[0][:120] if str(exc) else ""
             msg = "out of memory" if "out of memory" in str(exc).lower() else f"{type(exc).__name__}: {text}"
@@ -537,6 +546,9 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
         else:
             try:
                 node.cost = model(node, results)
+                for part in node.cost.parts if node.cost is not None else []:
+                    if part.probe is not None:  # timed in the job's own arithmetic
+                        part.probe = dataclasses.replace(part.probe, precision=node.precision)
             except Exception as exc:
                 node.why = f"cost model failed: {type(exc).__name__}: {exc}"
         if node.cost is None:

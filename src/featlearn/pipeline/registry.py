@@ -71,6 +71,10 @@ class Job:
     ``cost`` names the job's cost model as ``module:function`` (the paper's ``cost`` module), which
     ``python -m featlearn estimate`` calls as ``function(node, results)`` to get a
     :class:`featlearn.pipeline.estimate.Cost`; None: the estimate does not model the job.
+
+    ``precision`` is the job's own arithmetic (``fp32``, ``tf32`` or ``bf16``: its config section's ``precision``);
+    None: the run's (top-level config key ``precision``). Either counts only for a job that can use a GPU
+    (``resources.gpu``); every other job computes in fp32.
     """
 
     name: str
@@ -86,6 +90,7 @@ class Job:
     wildcards: Mapping[str, str] = field(default_factory=dict)
     work_dir: str | Callable[[Any], str] | None = None
     cost: str | None = None
+    precision: str | None = None
 
     def settings_json(self, wildcards=None) -> str:
         value = self.settings(wildcards) if callable(self.settings) else self.settings

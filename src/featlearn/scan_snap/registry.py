@@ -153,6 +153,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
                 wildcards={"variant": "|".join(runs)},
                 work_dir=lambda wc: out("lm", f"{wc.variant}.resume"),
                 cost=f"{COST}:wikitext_cost",
+                precision=wiki.get("precision"),
             )
         )
     if dataset_on(f7["dataset"]):

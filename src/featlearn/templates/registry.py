@@ -102,8 +102,11 @@ def sweep_settings(cfg: dict, grid: str) -> dict:
 
 
 def shared_sweep_keys(sweeps: dict) -> dict:
-    """The keys of ``templates.sweeps`` every training job reads (not the grids, the calibration or threads)."""
-    return {k: v for k, v in sweeps.items() if not k.startswith("fig") and k not in ("threads", "calibration")}
+    """The keys of ``templates.sweeps`` every training job reads (not the grids, the calibration or threads; nor an
+    unset ``max_group_gb``, so that a run without a memory budget has the settings, and the cached tables, of a run
+    from before the key existed)."""
+    return {k: v for k, v in sweeps.items() if not k.startswith("fig") and k not in ("threads", "calibration")
+            and not (k == "max_group_gb" and v is None)}
 
 
 def wikitext_logs(config: dict, paths: Paths, dataset_on) -> list[str]:
@@ -277,7 +280,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
     gcfg = cfg["gpt2"]
     wiki, pre = gcfg["wikitext"], gcfg["pretrained"]
     offline = config["data"]["offline"]
-    wiki_settings = {k: v for k, v in wiki.items() if k not in ("datasets", "threads", "mem_mb")}
+    wiki_settings = {k: v for k, v in wiki.items() if k not in ("datasets", "threads", "mem_mb", "precision")}
     bpe_out = lambda split: out("gpt2_bpe", "{dataset}", f"{split}.pt")  # noqa: E731
     gpt2_files = {"encoder": paths.raw("gpt2", "encoder.json"), "merges": paths.raw("gpt2", "vocab.bpe")}
     bpe = Job(
@@ -318,6 +321,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
         wildcards={"dataset": "wikitext2|wikitext103", "variant": "|".join(WIKI_VARIANTS)},
         work_dir=lambda wc: out("gpt2_wikitext", wc.dataset, f"{wc.variant}.resume"),
         cost=f"{COST}:wikitext_cost",
+        precision=wiki.get("precision"),
     )
     t5 = lambda model, revision, init: out("gpt2_t5", model, f"{revision}_{init}.csv")  # noqa: E731
     heads_out = lambda model, revision: out("gpt2_heads", model, f"{revision}.csv")  # noqa: E731

@@ -46,6 +46,7 @@ from transformers import GPT2Config, GPT2LMHeadModel, GPT2Model
 from transformers.models.gpt2.modeling_gpt2 import GPT2Attention
 
 from featlearn.io import load_tensor, write_csv
+from featlearn.precision import full_precision
 from featlearn.training import remove_checkpoint, resumable_training
 from featlearn.templates.gpt2.checkpoints import PRETRAINED, available, check_model_name  # noqa: F401
 
@@ -316,7 +317,8 @@ def train_wikitext(settings: dict, variant: str, train_pt: str, valid_pt: str, v
         keep_checkpoint=True,  # until the final evaluation on the whole validation split is written
     )
     final_blocks = valid if s["val_blocks"] is None else valid[: s["val_blocks"]]
-    val = evaluate_lm(model, final_blocks, s["eval_batch"], device)
+    with full_precision(device):  # in float32 whatever the training's precision, as every evaluation of the loop
+        val = evaluate_lm(model, final_blocks, s["eval_batch"], device)
     log(total, "val_loss", val, final=True)
     log(total, "val_ppl", math.exp(val), final=True)
     print(f"{tag} validation perplexity {math.exp(val):.2f} on {len(final_blocks)} blocks ({total - start} steps trained "

@@ -1,0 +1,173 @@
+"""Compare the language-model figures of a run in another precision with the same figures in fp32, against the
+spread of a second fp32 seed: the measurement behind a family's ``precision`` key (docs/performance.md).
+
+    python benchmarks/precision_compare.py --reference RUN_FP32 --candidate RUN_BF16 --seed RUN_FP32_SEED2 \
+        --out docs/precision_cpu.md
+
+Each argument is a checkout whose ``results/`` holds the figures (the reference: a whole default run; the candidate:
+the same figures rerun with the families' ``precision: bf16``; the seed run: fp32 with other seeds, where it has
+the figure). Read from each: every claims table of the figures (measured value and verdict), every validation-loss
+curve of their LMs (the last value and the largest gap to the reference's curve, step by step) and the job times
+(benchmark files). A precision keeps a figure when every verdict is the reference's, and its measured values and
+curves stay as close to the reference as another seed's do (the report gives both gaps; it judges the verdicts
+only, and says where the precision's gap exceeds the seed's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+
+# (paper, claims table stem, label, log files of its LMs relative to results/ (glob), benchmark files (glob))
+FIGURES = (
+    ("scan_snap", "7", "Scan and Snap Fig. 7", "scan_snap/lm/fig7_*_log.csv", "scan_snap/wikitext_fig7_*.tsv"),
+    ("scan_snap", "10", "Scan and Snap Fig. 10", "scan_snap/lm/fig10_*_log.csv", "scan_snap/wikitext_fig10_*.tsv"),
+    ("joma", "6", "JoMA Fig. 6", "joma/wikitext/wikitext2/L*_lr0.0001_s*.csv", "joma/wikitext/wikitext2/L*_lr0.0001_s*.tsv"),
+    ("joma", "8", "JoMA Fig. 8", "joma/wikitext/wikitext2/L5_lr*_s*.csv", "joma/wikitext/wikitext2/L5_lr*_s*.tsv"),
+    ("features", "7", "features Fig. 7", "features/lm/[pw]*/log.csv", "features/lm/[pw]*.tsv"),
+    ("templates", "6", "templates Fig. 6", "templates/gpt2_wikitext/wikitext2/*.csv", "templates/gpt2_wikitext/wikitext2/*.tsv"),
+)
+
+
+def same_run(name: str) -> str:
+    """A run's name with its seed left out (JoMA names its files ``..._s<seed>``), so that runs of two seeds pair."""
+    return re.sub(r"_s\d+(\.(csv|tsv))$", r"\1", name)
+
+
+def claims(root: Path, paper: str, stem: str) -> pd.DataFrame | None:
+    path = root / "results" / paper / "claims" / f"{stem}.csv"
+    return pd.read_csv(path) if path.is_file() else None
+
+
+def val_curve(path: Path) -> pd.Series:
+    """Validation loss by step of one LM's log (the loop's evaluations; a final whole-split value left out)."""
+    df = pd.read_csv(path)
+    df = df[df["metric"] == "val_loss"]
+    if "layer" in df:
+        df = df[df["layer"] == -1]
+    if "final" in df:
+        df = df[~df["final"].astype(bool)]
+    return df.groupby("step")["value"].mean()
+
+
+def final_val(path: Path) -> float:
+    """The run's last reported validation loss (the whole-split value where the log has one)."""
+    df = pd.read_csv(path)
+    df = df[df["metric"] == "val_loss"]
+    if "final" in df and df["final"].astype(bool).any():
+        return float(df[df["final"].astype(bool)]["value"].iloc[-1])
+    return float(val_curve(path).iloc[-1])
+
+
+def curves(root: Path, pattern: str) -> dict[str, Path]:
+    return {same_run(p.relative_to(root / "results").as_posix()): p for p in sorted((root / "results").glob(pattern))}
+
+
+def wall(root: Path, pattern: str) -> dict[str, float]:
+    out = {}
+    for p in sorted((root / "results" / "benchmarks").glob(pattern)):
+        df = pd.read_csv(p, sep="\t")
+        out[same_run(p.name)] = float(df["s"].iloc[-1])
+    return out
+
+
+def fmt(x: float, digits: int = 4) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    return f"{x:.{digits}g}"
+
+
+def compare(reference: Path, candidate: Path, seed: Path | None) -> tuple[list[dict], list[dict], list[dict]]:
+    claim_rows, curve_rows, time_rows = [], [], []
+    for paper, stem, label, logs, benches in FIGURES:
+        ref, cand = claims(reference, paper, stem), claims(candidate, paper, stem)
+        other = claims(seed, paper, stem) if seed else None
+        if ref is None or cand is None:
+            claim_rows.append({"figure": label, "claim": "(figure missing in a run)"})
+            continue
+        for _, r in ref.iterrows():
+            c = cand[cand["claim_id"] == r["claim_id"]]
+            o = other[other["claim_id"] == r["claim_id"]] if other is not None else None
+            c = c.iloc[0] if len(c) else None
+            o = o.iloc[0] if o is not None and len(o) else None
+            m_ref, m_c = float(r["measured"]), float(c["measured"]) if c is not None else math.nan
+            m_o = float(o["measured"]) if o is not None else math.nan
+            claim_rows.append({
+                "figure": label, "claim": r["claim_id"], "fp32": m_ref, "candidate": m_c, "seed": m_o,
+                "gap": abs(m_c - m_ref), "seed_gap": abs(m_o - m_ref),
+                "verdict_fp32": r["verdict"], "verdict_candidate": c["verdict"] if c is not None else "missing",
+                "verdict_seed": o["verdict"] if o is not None else "—",
+            })
+        ref_c, cand_c = curves(reference, logs), curves(candidate, logs)
+        seed_c = curves(seed, logs) if seed else {}
+        for run, path in ref_c.items():
+            a = val_curve(path)
+            row = {"figure": label, "run": run, "final_fp32": final_val(path), "final_candidate": math.nan,
+                   "final_seed": math.nan, "max_gap": math.nan, "max_seed_gap": math.nan}
+            if run in cand_c:
+                b = val_curve(cand_c[run])
+                row["final_candidate"] = final_val(cand_c[run])
+                row["max_gap"] = float((a - b).abs().max())
+            if run in seed_c:
+                s = val_curve(seed_c[run])
+                row["final_seed"] = final_val(seed_c[run])
+                row["max_seed_gap"] = float((a - s).abs().max())
+            curve_rows.append(row)
+        ref_t, cand_t = wall(reference, benches), wall(candidate, benches)
+        for run, t in ref_t.items():
+            time_rows.append({"figure": label, "job": run, "fp32_s": t, "candidate_s": cand_t.get(run, math.nan)})
+    return claim_rows, curve_rows, time_rows
+
+
+def report(claim_rows: list[dict], curve_rows: list[dict], time_rows: list[dict], candidate: str) -> str:
+    lines = ["| figure | claim | fp32 | " + candidate + " | fp32, other seed | |" + candidate + " − fp32| | "
+             "|seed − fp32| | verdict fp32 | verdict " + candidate + " | verdict other seed |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    same = total = 0
+    for r in claim_rows:
+        if "fp32" not in r:
+            lines.append(f"| {r['figure']} | {r['claim']} | | | | | | | | |")
+            continue
+        total += 1
+        same += r["verdict_fp32"] == r["verdict_candidate"]
+        flag = " (over the seed's)" if r["gap"] > r["seed_gap"] else ""
+        lines.append(f"| {r['figure']} | {r['claim']} | {fmt(r['fp32'])} | {fmt(r['candidate'])} | {fmt(r['seed'])} | "
+                     f"{fmt(r['gap'], 2)}{flag if not math.isnan(r['seed_gap']) else ''} | {fmt(r['seed_gap'], 2)} | "
+                     f"{r['verdict_fp32']} | {r['verdict_candidate']} | {r['verdict_seed']} |")
+    head = [f"**Verdicts: {same} of {total} claims the same in {candidate} as in fp32.**", ""]
+    curve = ["", "| figure | LM run | final val loss fp32 | " + candidate + " | fp32, other seed | largest |" + candidate
+             + " − fp32| over the curve | largest |seed − fp32| |", "|---|---|---|---|---|---|---|"]
+    for r in curve_rows:
+        curve.append(f"| {r['figure']} | `{r['run']}` | {fmt(r['final_fp32'])} | {fmt(r['final_candidate'])} | "
+                     f"{fmt(r['final_seed'])} | {fmt(r['max_gap'], 2)} | {fmt(r['max_seed_gap'], 2)} |")
+    times = ["", "| figure | job | wall fp32 (s) | wall " + candidate + " (s) | ratio |", "|---|---|---|---|---|"]
+    t_ref = t_c = 0.0
+    for r in time_rows:
+        times.append(f"| {r['figure']} | `{r['job']}` | {r['fp32_s']:.0f} | {fmt(r['candidate_s'], 4)} | "
+                     f"{fmt(r['candidate_s'] / r['fp32_s'], 2)} |")
+        if not math.isnan(r["candidate_s"]):
+            t_ref, t_c = t_ref + r["fp32_s"], t_c + r["candidate_s"]
+    times.append(f"| all | | {t_ref:.0f} | {t_c:.0f} | {fmt(t_c / t_ref if t_ref else math.nan, 2)} |")
+    return "\n".join(head + lines + curve + times) + "\n"
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reference", type=Path, required=True, help="checkout of the fp32 run")
+    p.add_argument("--candidate", type=Path, required=True, help="checkout of the run in the other precision")
+    p.add_argument("--seed", type=Path, help="checkout of an fp32 run with other seeds (the seed spread)")
+    p.add_argument("--name", default="bf16", help="the candidate's precision, for the headers")
+    p.add_argument("--out", type=Path, help="write the Markdown here (default: print it)")
+    a = p.parse_args(argv)
+    text = report(*compare(a.reference, a.candidate, a.seed), a.name)
+    if a.out:
+        a.out.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
