@@ -38,9 +38,21 @@ def same_run(name: str) -> str:
     return re.sub(r"_s\d+(\.(csv|tsv))$", r"\1", name)
 
 
-def claims(root: Path, paper: str, stem: str) -> pd.DataFrame | None:
+def made_here(path: Path, root: Path, reference: Path | None) -> bool:
+    """False where ``path`` is a byte-identical copy of the reference's file (a run folder started from a copy of the
+    reference's results holds the figures it did not rerun as such copies): those are not this run's."""
+    if reference is None or root == reference:
+        return True
+    twin = reference / path.relative_to(root)
+    return not (twin.is_file() and twin.read_bytes() == path.read_bytes())
+
+
+def claims(root: Path, paper: str, stem: str, reference: Path | None = None) -> pd.DataFrame | None:
+    """The figure's claims table, where this run drew the figure (its benchmark file, which holds times, is not the
+    reference's: a claims table may well be byte-identical to the reference's when its values are counts)."""
     path = root / "results" / paper / "claims" / f"{stem}.csv"
-    return pd.read_csv(path) if path.is_file() else None
+    bench = root / "results" / "benchmarks" / paper / f"fig{stem}.tsv"
+    return pd.read_csv(path) if path.is_file() and bench.is_file() and made_here(bench, root, reference) else None
 
 
 def val_curve(path: Path) -> pd.Series:
@@ -63,13 +75,16 @@ def final_val(path: Path) -> float:
     return float(val_curve(path).iloc[-1])
 
 
-def curves(root: Path, pattern: str) -> dict[str, Path]:
-    return {same_run(p.relative_to(root / "results").as_posix()): p for p in sorted((root / "results").glob(pattern))}
+def curves(root: Path, pattern: str, reference: Path | None = None) -> dict[str, Path]:
+    return {same_run(p.relative_to(root / "results").as_posix()): p for p in sorted((root / "results").glob(pattern))
+            if made_here(p, root, reference)}
 
 
-def wall(root: Path, pattern: str) -> dict[str, float]:
+def wall(root: Path, pattern: str, reference: Path | None = None) -> dict[str, float]:
     out = {}
     for p in sorted((root / "results" / "benchmarks").glob(pattern)):
+        if not made_here(p, root, reference):
+            continue
         df = pd.read_csv(p, sep="\t")
         out[same_run(p.name)] = float(df["s"].iloc[-1])
     return out
@@ -84,12 +99,11 @@ def fmt(x: float, digits: int = 4) -> str:
 def compare(reference: Path, candidate: Path, seed: Path | None) -> tuple[list[dict], list[dict], list[dict]]:
     claim_rows, curve_rows, time_rows = [], [], []
     for paper, stem, label, logs, benches in FIGURES:
-        ref, cand = claims(reference, paper, stem), claims(candidate, paper, stem)
-        other = claims(seed, paper, stem) if seed else None
+        ref, cand = claims(reference, paper, stem), claims(candidate, paper, stem, reference)
+        other = claims(seed, paper, stem, reference) if seed else None
         if ref is None or cand is None:
-            claim_rows.append({"figure": label, "claim": "(figure missing in a run)"})
-            continue
-        for _, r in ref.iterrows():
+            claim_rows.append({"figure": label, "claim": "(claims missing in a run)"})
+        for _, r in ref.iterrows() if ref is not None and cand is not None else ():
             c = cand[cand["claim_id"] == r["claim_id"]]
             o = other[other["claim_id"] == r["claim_id"]] if other is not None else None
             c = c.iloc[0] if len(c) else None
@@ -102,8 +116,8 @@ def compare(reference: Path, candidate: Path, seed: Path | None) -> tuple[list[d
                 "verdict_fp32": r["verdict"], "verdict_candidate": c["verdict"] if c is not None else "missing",
                 "verdict_seed": o["verdict"] if o is not None else "—",
             })
-        ref_c, cand_c = curves(reference, logs), curves(candidate, logs)
-        seed_c = curves(seed, logs) if seed else {}
+        ref_c, cand_c = curves(reference, logs), curves(candidate, logs, reference)
+        seed_c = curves(seed, logs, reference) if seed else {}
         for run, path in ref_c.items():
             a = val_curve(path)
             row = {"figure": label, "run": run, "final_fp32": final_val(path), "final_candidate": math.nan,
@@ -117,7 +131,7 @@ def compare(reference: Path, candidate: Path, seed: Path | None) -> tuple[list[d
                 row["final_seed"] = final_val(seed_c[run])
                 row["max_seed_gap"] = float((a - s).abs().max())
             curve_rows.append(row)
-        ref_t, cand_t = wall(reference, benches), wall(candidate, benches)
+        ref_t, cand_t = wall(reference, benches), wall(candidate, benches, reference)
         for run, t in ref_t.items():
             time_rows.append({"figure": label, "job": run, "fp32_s": t, "candidate_s": cand_t.get(run, math.nan)})
     return claim_rows, curve_rows, time_rows
@@ -146,12 +160,14 @@ def report(claim_rows: list[dict], curve_rows: list[dict], time_rows: list[dict]
                      f"{fmt(r['final_seed'])} | {fmt(r['max_gap'], 2)} | {fmt(r['max_seed_gap'], 2)} |")
     times = ["", "| figure | job | wall fp32 (s) | wall " + candidate + " (s) | ratio |", "|---|---|---|---|---|"]
     t_ref = t_c = 0.0
+    counted = set()  # a job shared by two figures (JoMA's 5-layer LM at lr 1e-4) counts once in the total
     for r in time_rows:
         times.append(f"| {r['figure']} | `{r['job']}` | {r['fp32_s']:.0f} | {fmt(r['candidate_s'], 4)} | "
                      f"{fmt(r['candidate_s'] / r['fp32_s'], 2)} |")
-        if not math.isnan(r["candidate_s"]):
+        if not math.isnan(r["candidate_s"]) and r["job"] not in counted:
+            counted.add(r["job"])
             t_ref, t_c = t_ref + r["fp32_s"], t_c + r["candidate_s"]
-    times.append(f"| all | | {t_ref:.0f} | {t_c:.0f} | {fmt(t_c / t_ref if t_ref else math.nan, 2)} |")
+    times.append(f"| all ({len(counted)} jobs) | | {t_ref:.0f} | {t_c:.0f} | {fmt(t_c / t_ref if t_ref else math.nan, 2)} |")
     return "\n".join(head + lines + curve + times) + "\n"
 
 

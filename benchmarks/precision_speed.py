@@ -4,7 +4,8 @@ run on a small CPU): the speed half of the measurement behind a family's ``preci
 
 For each LM rule of the default DAG, the largest step of its first job is timed with the estimate's own probe (the
 job's code on random data of the job's shape, as ``benchmarks/threads.py`` does), in a fresh 1-thread process per
-precision; the two precisions alternate ``--repeat`` times and the median is reported.
+precision (freed memory kept, as in every ``python -m featlearn`` process: ``featlearn.allocator``); the two
+precisions alternate ``--repeat`` times and the median is reported.
 
     python benchmarks/precision_speed.py            # needs the prepared data of a default run (results/data)
 
@@ -33,6 +34,8 @@ RULES = {"scan_snap_wikitext": 6, "joma_wikitext": 6, "features_lm_word": 6, "te
 CHILD = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
+from featlearn.allocator import keep_freed_memory
+keep_freed_memory()  # as every `python -m featlearn` process (the jobs, the estimate) does
 import torch
 from featlearn import precision
 from featlearn.pipeline.registry import load
