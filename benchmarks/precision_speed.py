@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from threads import representative  # noqa: E402
+from threads import representative, write_record  # noqa: E402
 
 # rule -> timed steps
 RULES = {"scan_snap_wikitext": 6, "joma_wikitext": 6, "features_lm_word": 6, "templates_gpt2_wikitext": 6}
@@ -76,12 +76,7 @@ def main(argv=None) -> None:
                "bf16_s_per_step": round(bf16, 4), "bf16_over_fp32": round(bf16 / fp32, 2)}
         print(f"[precision] {json.dumps(row)}", file=sys.stderr, flush=True)
         rows.append(row)
-    record = {"cpus": os.cpu_count(), "threads": 1, "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
-              "rows": rows, "seconds": round(time.perf_counter() - t0, 1)}
-    text = json.dumps(record, indent=1)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    print(text)
+    write_record(rows, t0, args.out, threads=1)
 
 
 if __name__ == "__main__":

@@ -118,12 +118,16 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default=None, help="JSON file of the rows (default: print only)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    rows = [measure(k, args.results) for k in args.kinds]
-    record = {"cpus": os.cpu_count(), "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "rows": rows,
+    write_record([measure(k, args.results) for k in args.kinds], t0, args.out)
+
+
+def write_record(rows: list[dict], t0: float, out: str | None, **extra) -> None:
+    """Print the benchmark's record (the machine, date, rows and seconds since ``t0``) and write it to ``out``."""
+    record = {"cpus": os.cpu_count(), **extra, "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "rows": rows,
               "seconds": round(time.perf_counter() - t0, 1)}
     text = json.dumps(record, indent=1)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    if out:
+        Path(out).write_text(text + "\n")
     print(text)
 
 
