@@ -300,7 +300,8 @@ def test_outputs_equal_local_run(slurm_run, local_run):
 
 
 # One training step of a WikiText LM timed as its job runs it: one thread, glibc told to keep freed memory (as
-# every featlearn command does, featlearn.allocator), Scan and Snap's recipe (featlearn.scan_snap.wikitext:
+# every featlearn command does, featlearn.allocator), in the job's precision (featlearn.precision), Scan and Snap's
+# recipe (featlearn.scan_snap.wikitext:
 # d_model 200, d_ff 200, 1 head, batch 20 x bptt 35, clipping 0.5). Prints the CPU seconds of one step, the
 # fewest of a few short blocks. CPU time, not wall time: other processes on the machine slow the job's clock,
 # never shorten it, so a training sized from this takes at least that long.
@@ -308,6 +309,7 @@ STEP_TIMER = """
 import sys, time
 import torch
 import torch.nn.functional as F
+from featlearn import precision
 from featlearn.allocator import keep_freed_memory
 from featlearn.lm.model import LMConfig, TransformerLM
 
@@ -327,21 +329,22 @@ def step():
     torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
     opt.step()
 
-step()
 blocks = []
-for _ in range(4):
-    start = time.process_time()
-    for _ in range(3):
-        step()
-    blocks.append((time.process_time() - start) / 3)
+with precision.apply(sys.argv[5], "cpu"):
+    step()
+    for _ in range(4):
+        start = time.process_time()
+        for _ in range(3):
+            step()
+        blocks.append((time.process_time() - start) / 3)
 print(min(blocks))
 """
 
 
-def _seconds_per_step(variant: dict) -> float:
+def _seconds_per_step(variant: dict, arithmetic: str) -> float:
     """CPU seconds of one training step of the WikiText LM ``variant`` (its layers, dropout and learning rate)
-    on this machine, as its job runs it (STEP_TIMER)."""
-    args = [str(WIKITEXT2_VOCAB), str(variant["n_layer"]), str(variant["dropout"]), str(variant["lr"])]
+    on this machine, as its job runs it in precision ``arithmetic`` (STEP_TIMER)."""
+    args = [str(WIKITEXT2_VOCAB), str(variant["n_layer"]), str(variant["dropout"]), str(variant["lr"]), arithmetic]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
     out = subprocess.run([sys.executable, "-c", STEP_TIMER, *args], capture_output=True, text=True, env=env, timeout=300,
                          check=True)
@@ -364,8 +367,11 @@ def long_runs(cluster, shared_data, tmp_path_factory):
     """The LM training of LONG_TARGETS through the SLURM profile with a partitions file whose one partition
     allows 1 minute, and the same target run locally at the same time (uninterrupted, the reference)."""
     state, env = cluster
-    wiki = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["scan_snap"]["wikitext"]
-    per_step = _seconds_per_step(wiki["fig7"]["variants"]["1layer"])
+    from featlearn.precision import of_job
+
+    defaults = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    wiki = defaults["scan_snap"]["wikitext"]
+    per_step = _seconds_per_step(wiki["fig7"]["variants"]["1layer"], of_job(wiki["precision"], defaults["precision"], True))
     every = max(1, round(CHECKPOINT_S / per_step))
     iterations = every * max(2, round(LONG_TRAINING_S / per_step / every))
     fig7 = {"iterations": iterations, "log_every": 5 * every, "checkpoint_every": every, "map_steps": [0, iterations]}
