@@ -1,11 +1,12 @@
 """CUDA graphs of fixed-shape training steps (issue 34): capture a step once, replay it for every later step.
 
 The vectorised trainers of small models (the templates sweep engine, Scan and Snap's synthetic runs, JoMA
-Table 1, the features classifiers) and the small tutorial LMs run a few dozen small kernels per step; on a GPU such
-a step is bound by kernel launches and Python, not by arithmetic. A trainer that has a switch for it
+Table 1, the features classifiers) and the small tutorial LMs and character GPT run a few dozen small kernels per
+step; on a GPU such a step is bound by kernel launches and Python, not by arithmetic. A trainer that has a switch for it
 (``templates.sweeps.cuda_graphs``, ``scan_snap.cuda_graphs``, ``joma.table1.cuda_graphs``,
 ``features.cls.train.cuda_graphs``, and for the LMs of ``featlearn.lm.train`` ``joma.wikitext.cuda_graphs``,
-``scan_snap.wikitext.cuda_graphs`` and ``features.lm.word.cuda_graphs``) runs a graph-safe version of its step
+``scan_snap.wikitext.cuda_graphs`` and ``features.lm.word.cuda_graphs``, and the character GPT's
+``features.lm.char.cuda_graphs``) runs a graph-safe version of its step
 through :class:`GraphedSteps`: no host sync and no Python number that changes between steps (step counts and
 Adam's bias corrections are device tensors), its inputs copied into the graph's own tensors before each replay.
 Values the loop reads (losses to log, the parameters at logged steps) are read between replays, never inside the

@@ -222,12 +222,21 @@ def lm_char_cost(node: Node, results: str = "results") -> Cost:
 
 
 def lm_char_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
-    """The character GPT at the job's shape (batch ``dim_value``)."""
+    """The character GPT at the job's shape (batch ``dim_value``); with the job's ``cuda_graphs`` switch (in the shape
+    only when on) its step is captured as the job captures it, with the job's graph-safe AdamW (on a CUDA device)."""
     import torch
 
+    from featlearn.cudagraphs import captured
+    from featlearn.features.lm import char_optimizer
     from featlearn.lm.bench import probe_steps
     from featlearn.lm.cost import probe_settings
 
     settings = probe_settings(shape, "batch_size", dim_value)
     torch.manual_seed(int(settings["seed"]))
-    return probe_steps(char_gpt(settings, shape["vocab"]), device, steps, warmup)
+    built = char_gpt(settings, shape["vocab"])
+    graphs = captured(settings.get("cuda_graphs", False), device)
+    if graphs:  # the learning-rate tensor on the parameters' device: the model moved there first
+        built.net.to(device)
+        built.optimizer = char_optimizer(built.net, settings["lr"], settings["weight_decay"], settings["beta2"],
+                                         graph_safe=True)
+    return probe_steps(built, device, steps, warmup, cuda_graphs=graphs)

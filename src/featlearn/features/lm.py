@@ -18,6 +18,15 @@ dropout 0.2, bptt 35, batch 20, SGD lr 5 with clipping 0.5; [P] App. C.1 and [C]
 with a causal mask. Fig. 5 is the character GPT of ``featlearn.features.gpt`` trained as nanoGPT's
 quick start does ([C]: AdamW betas (0.9, 0.99), weight decay 0.1 on matrices, linear warm-up then cosine
 decay to ``min_lr``, gradient clipping 1.0, random windows of ``block_size`` characters).
+
+CUDA graphs of the character GPT's step (``CharRun.cuda_graphs``, config ``features.lm.char.cuda_graphs``; only on
+a CUDA device): every step has one shape, so the step (windows gathered from the training stream on the device,
+forward, backward, clipping, AdamW) is captured once and replayed (``featlearn.cudagraphs``). Its window starts are
+drawn on the host by the same seeded generator, in the same order, as the eager step draws them, and copied to the
+graph's input; its learning rate is a device tensor the loop sets before each replay (the schedule changes it every
+step), and AdamW is PyTorch's fused, capturable one. The generator's state saved with a checkpoint is the eager
+loop's, so a resumed run draws what an uninterrupted one draws. On a CPU the switch does nothing (the eager step
+runs, tables unchanged); the graph-safe step run uncaptured computes the eager step up to float rounding (tested).
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from featlearn.cudagraphs import GraphedSteps, captured, to_device
 from featlearn.io import load_tensor, write_csv
 from featlearn.precision import full_precision
 from featlearn.training import resumable_training
@@ -176,6 +186,7 @@ class CharRun:
     eval_batches: int
     checkpoint_every: int
     seed: int
+    cuda_graphs: bool = False  # capture the training step as a CUDA graph (CUDA only; module docstring)
 
 
 def learning_rate(step: int, run: CharRun) -> float:
@@ -188,21 +199,57 @@ def learning_rate(step: int, run: CharRun) -> float:
     return run.min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (run.lr - run.min_lr)
 
 
+def window_starts(n_tokens: int, block: int, batch: int, gen: torch.Generator) -> torch.Tensor:
+    """The first positions of ``batch`` random windows of ``block`` tokens in a stream of ``n_tokens`` (each window
+    has its next-token targets inside the stream)."""
+    if n_tokens < block + 2:
+        raise ValueError(f"a stream of {n_tokens} tokens is too short for windows of {block}")
+    return torch.randint(n_tokens - block - 1, (batch,), generator=gen)
+
+
+def windows_at(ids: torch.Tensor, start: torch.Tensor, block: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The windows of ``block`` tokens of ``ids`` that begin at ``start``, and their next-token targets (on the
+    device of ``ids``)."""
+    offsets = torch.arange(block, device=ids.device)
+    index = start.to(ids.device)[:, None] + offsets
+    return ids[index], ids[index + 1]
+
+
 def random_windows(ids: torch.Tensor, block: int, batch: int, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """``batch`` random windows of ``block`` tokens and their next-token targets."""
-    if ids.numel() < block + 2:
-        raise ValueError(f"a stream of {ids.numel()} tokens is too short for windows of {block}")
-    start = torch.randint(ids.numel() - block - 1, (batch,), generator=gen)
-    offsets = torch.arange(block)
-    return ids[start[:, None] + offsets], ids[start[:, None] + offsets + 1]
+    return windows_at(ids, window_starts(ids.numel(), block, batch, gen), block)
 
 
-def char_optimizer(model, lr: float, weight_decay: float, beta2: float) -> torch.optim.AdamW:
-    """AdamW with betas (0.9, ``beta2``), weight decay on the matrices only."""
+def char_optimizer(model, lr: float, weight_decay: float, beta2: float, graph_safe: bool = False) -> torch.optim.AdamW:
+    """AdamW with betas (0.9, ``beta2``), weight decay on the matrices only. ``graph_safe``: the optimiser of a step
+    captured as a CUDA graph: fused and capturable (step counts on the device), its learning rate one device tensor
+    shared by both groups (:func:`set_learning_rate` changes it in place)."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=lr, betas=(0.9, beta2))
+    if not graph_safe:
+        return torch.optim.AdamW(groups, lr=lr, betas=(0.9, beta2))
+    opt = torch.optim.AdamW(groups, lr=lr, betas=(0.9, beta2), fused=True, capturable=True)
+    set_learning_rate(opt, lr, graph_safe=True)
+    return opt
+
+
+def set_learning_rate(opt: torch.optim.Optimizer, lr: float, graph_safe: bool = False) -> None:
+    """Every group's learning rate to ``lr``. ``graph_safe``: in place, in one tensor on the parameters' device (the
+    tensor a captured step reads); a group whose learning rate is not yet such a tensor (a new optimiser, or one
+    just loaded from a checkpoint) gets one, before any step is captured."""
+    if not graph_safe:
+        for group in opt.param_groups:
+            group["lr"] = lr
+        return
+    device = opt.param_groups[0]["params"][0].device
+    shared = next((g["lr"] for g in opt.param_groups if isinstance(g["lr"], torch.Tensor) and g["lr"].device == device),
+                  None)
+    if shared is None:
+        shared = torch.tensor(float(lr), dtype=torch.float32, device=device)
+    shared.fill_(lr)
+    for group in opt.param_groups:
+        group["lr"] = shared
 
 
 @torch.no_grad()
@@ -219,19 +266,35 @@ def _val_loss(model, valid: torch.Tensor, run: CharRun, device) -> float:
     return float(np.mean(losses))
 
 
+def char_train_step(model, opt: torch.optim.Optimizer, grad_clip: float, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """One training step of the character GPT on windows ``x`` and targets ``y`` [batch, block]: the loss, its
+    gradients clipped to norm ``grad_clip``, the optimiser's step; returns the loss (detached, on the device).
+    Nothing syncs with the host, so a CUDA graph can hold it with a graph-safe optimiser (:func:`char_optimizer`)."""
+    logits = model(x)
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    opt.step()
+    return loss.detach()
+
+
 def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab: int, work_dir: str | os.PathLike,
-                   device: str = "cpu", tag: str = ""):
+                   device: str = "cpu", tag: str = "", capture: bool = True):
     """Train the character GPT; returns (model, long log of step/metric/value).
 
     Resumable from ``work_dir`` (:func:`featlearn.training.resumable_training`; the window generator is
-    saved with the checkpoint): on the CPU a resumed run equals an uninterrupted one.
+    saved with the checkpoint): on the CPU a resumed run equals an uninterrupted one. With ``run.cuda_graphs`` on a
+    CUDA device the step is captured as a CUDA graph and replayed (module docstring); with ``capture=False`` the same
+    graph-safe step runs uncaptured on any device (the CPU test of that step).
     """
     from featlearn.features.gpt import GPT, GPTConfig
 
     dev = torch.device(device)
     torch.manual_seed(run.seed)
     model = GPT(GPTConfig(vocab, run.block_size, run.n_layer, run.n_head, run.n_embd, run.dropout)).to(dev)
-    opt = char_optimizer(model, run.lr, run.weight_decay, run.beta2)
+    graph_safe = run.cuda_graphs and (not capture or dev.type == "cuda")
+    opt = char_optimizer(model, run.lr, run.weight_decay, run.beta2, graph_safe=graph_safe)
     gen = torch.Generator().manual_seed(run.seed)
     rows: list[dict] = []
 
@@ -242,17 +305,24 @@ def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tenso
             rows.append({"step": step, "metric": "train_loss", "value": train_loss})
         _log(tag, f"iteration {step}/{run.iterations} val loss {val:.3f}")
 
-    def step(i: int) -> float:
-        for group in opt.param_groups:
-            group["lr"] = learning_rate(i, run)
+    if graph_safe:
+        stream = train_ids.to(dev)  # the training stream on the device: the graph gathers its windows there
+        loss_out = torch.zeros((), device=dev)  # each step's loss, read between replays
+
+        def graph_step(start: torch.Tensor) -> None:
+            x, y = windows_at(stream, start, run.block_size)
+            loss_out.copy_(char_train_step(model, opt, run.grad_clip, x, y))
+
+        stepper = GraphedSteps(graph_step) if captured(capture, dev) else graph_step
+
+    def step(i: int) -> torch.Tensor:
+        if graph_safe:
+            set_learning_rate(opt, learning_rate(i, run), graph_safe=True)
+            stepper(to_device(window_starts(train_ids.numel(), run.block_size, run.batch_size, gen), dev))
+            return loss_out  # (the loop adds it to its running sum before the next step rewrites it)
+        set_learning_rate(opt, learning_rate(i, run))
         x, y = random_windows(train_ids, run.block_size, run.batch_size, gen)
-        logits = model(x.to(dev))
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.to(dev).reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), run.grad_clip)
-        opt.step()
-        return loss.detach()  # summed on the device (no host sync per step)
+        return char_train_step(model, opt, run.grad_clip, x.to(dev), y.to(dev))  # summed on the device (no host sync)
 
     def load_log(logged: dict) -> None:
         rows[:] = logged["rows"]

@@ -196,7 +196,9 @@ def lm_word_settings(lm: dict, dataset: str) -> dict:
 
 
 def lm_char_settings(lm: dict) -> dict:
-    return lm["char"] | {"n_frequent": lm["n_frequent"], "seed": lm["seed"], "dataset": LM_CHAR_DATASET}
+    # the CUDA graphs switch only when on, as for the word LMs
+    return ({k: v for k, v in lm["char"].items() if not (k == "cuda_graphs" and not v)}
+            | {"n_frequent": lm["n_frequent"], "seed": lm["seed"], "dataset": LM_CHAR_DATASET})
 
 
 SST_TREES = "trainDevTestTrees_PTB.zip"
