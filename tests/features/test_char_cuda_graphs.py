@@ -24,6 +24,21 @@ def _train(tmp_path, name, device="cpu", capture=True, **kw):
     return L.train_char_gpt(run, STREAM, STREAM[:200], 4, tmp_path / name, device=device, capture=capture)
 
 
+def _killed_at(step: int, monkeypatch, train) -> None:
+    """Run ``train`` with the job killed as step ``step`` begins (its learning rate asked for), then undo the kill."""
+    real = L.learning_rate
+
+    def dies(i, run):
+        if i == step:
+            raise KeyboardInterrupt("killed")
+        return real(i, run)
+
+    monkeypatch.setattr(L, "learning_rate", dies)
+    with pytest.raises(KeyboardInterrupt):
+        train()
+    monkeypatch.setattr(L, "learning_rate", real)
+
+
 def test_the_cuda_graphs_switch_leaves_cpu_training_unchanged(tmp_path, one_thread):
     """On a CPU the switch does nothing: the eager step runs, the same model and log bit for bit."""
     eager_model, eager = _train(tmp_path, "eager")
@@ -70,17 +85,7 @@ def test_a_resumed_graph_safe_run_equals_an_uninterrupted_one(tmp_path, one_thre
     rerun from its checkpoint of step 15, gives the uninterrupted run's model and log."""
     kw = dict(capture=False, cuda_graphs=True, checkpoint_every=5)
     clean_model, clean = _train(tmp_path, "clean", **kw)
-    real = L.learning_rate
-
-    def killed_at_17(step, run):
-        if step == 17:
-            raise KeyboardInterrupt("killed")
-        return real(step, run)
-
-    monkeypatch.setattr(L, "learning_rate", killed_at_17)
-    with pytest.raises(KeyboardInterrupt):
-        _train(tmp_path, "killed", **kw)
-    monkeypatch.setattr(L, "learning_rate", real)
+    _killed_at(17, monkeypatch, lambda: _train(tmp_path, "killed", **kw))
     assert torch.load(tmp_path / "killed" / "resume.pt", weights_only=True)["step"] == 15
     resumed_model, resumed = _train(tmp_path, "killed", **kw)
     pd.testing.assert_frame_equal(clean, resumed, check_exact=True)
@@ -125,16 +130,6 @@ def test_a_resumed_captured_run_equals_an_uninterrupted_one(tmp_path, monkeypatc
     capture) gives the uninterrupted captured run's log, up to float rounding."""
     kw = dict(cuda_graphs=True, checkpoint_every=5)
     _, clean = _train(tmp_path, "clean", "cuda", **kw)
-    real = L.learning_rate
-
-    def killed_at_17(step, run):
-        if step == 17:
-            raise KeyboardInterrupt("killed")
-        return real(step, run)
-
-    monkeypatch.setattr(L, "learning_rate", killed_at_17)
-    with pytest.raises(KeyboardInterrupt):
-        _train(tmp_path, "killed", "cuda", **kw)
-    monkeypatch.setattr(L, "learning_rate", real)
+    _killed_at(17, monkeypatch, lambda: _train(tmp_path, "killed", "cuda", **kw))
     _, resumed = _train(tmp_path, "killed", "cuda", **kw)
     pd.testing.assert_frame_equal(clean, resumed, check_exact=False, rtol=1e-5, atol=1e-6)
