@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Issue 34's device checks in one command of about 9 minutes (a lent device gives a session 15 minutes in all),
+# from the repository root, with python3 holding torch, pandas, pyyaml and pytest (no snakemake: the estimate
+# and the tests below do not need it; no data: the estimate sizes absent datasets by their documented sizes):
+#
+#   COMMIT=$(git rev-parse --short HEAD) bash benchmarks/device_session.sh
+#
+# Steps, each under `timeout` and within SESSION_BUDGET seconds (default 480; the reports get 80 s more) in all, a later step getting what
+# the earlier ones left:
+#   1. the machine: nvidia-smi, the torch build;
+#   2. the CUDA-only tests: captured steps equal the eager ones, a resumed captured run equals an uninterrupted one;
+#   3. the templates sweep step with CUDA graphs off and on, steady state (benchmarks/sweep_step.py);
+#   4. the paper estimate, every job a time (probes at most --max-probes-per-job per job, the rest interpolated);
+#   5. the paper-scale T5 engine group (Fig. 22's type, 64 runs at n = 8192) with CUDA graphs, against one run
+#      at a time;
+#   6. the default estimate with the switches off, then on (benchmarks/device/cuda_graphs.yaml), 30 timed steps
+#      per probe;
+#   7. the estimate reports again from the probe cache (--no-probe), so a step cut short still leaves its tables.
+# Everything lands in ${OUT:-/tmp/device_session}/device_session.tar.gz, refreshed after every step, so a run
+# stopped from outside still returns what it finished.
+set -uo pipefail
+
+export PYTHONPATH=src PYTHONUNBUFFERED=1 FEATLEARN_OFFLINE=1
+unset FEATLEARN_DATA_MIRROR
+OUT_DIR="${OUT:-/tmp/device_session}"
+WORK=/tmp/device_session_work
+BUDGET="${SESSION_BUDGET:-480}"
+DEVICE="${SESSION_DEVICE:-cuda}"
+mkdir -p "$OUT_DIR" "$WORK"
+printf 'step\tstatus\tseconds\n' > "$WORK/steps.tsv"
+echo "commit ${COMMIT:-unknown}, started $(date -u '+%Y-%m-%d %H:%M:%S') UTC, budget ${BUDGET}s" | tee "$WORK/session.txt"
+START=$SECONDS
+CACHE="$WORK/probes.json"
+
+pack() { tar czf "$OUT_DIR/device_session.tar.gz.part" -C "$WORK" . && mv "$OUT_DIR/device_session.tar.gz.part" "$OUT_DIR/device_session.tar.gz"; }
+
+# run_step NAME LIMIT CMD...: CMD under `timeout` (LIMIT seconds, or what the budget has left), output in NAME.log
+run_step() {
+    local name=$1 limit=$2 left rc t0 status
+    shift 2
+    left=$((BUDGET - (SECONDS - START)))
+    if ((left < limit)); then limit=$left; fi
+    if ((limit < 15)); then
+        printf '%s\tskipped\t0\n' "$name" >> "$WORK/steps.tsv"
+        echo "== $name: skipped (budget spent)"
+        return 0
+    fi
+    echo "== $name (limit ${limit}s)"
+    t0=$SECONDS
+    if timeout --kill-after=5 "$limit" "$@" > "$WORK/$name.log" 2>&1; then rc=0; else rc=$?; fi
+    status=ok
+    if ((rc == 124 || rc == 137)); then status=timeout; elif ((rc != 0)); then status="failed(rc=$rc)"; fi
+    printf '%s\t%s\t%s\n' "$name" "$status" "$((SECONDS - t0))" >> "$WORK/steps.tsv"
+    echo "   $status after $((SECONDS - t0))s"
+    tail -n 4 "$WORK/$name.log" | sed 's/^/   | /'
+    pack
+}
+
+# the estimate: its probes cached in one file, its report as --out names it
+ESTIMATE=(python3 -m featlearn estimate --device "$DEVICE" --assume-online --cache "$CACHE" --results "$WORK/results"
+    --resources-out '')
+
+# 1. the machine
+run_step machine 30 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python3 -c \
+'import torch; print(\"torch\", torch.__version__, \"cuda\", torch.version.cuda, torch.cuda.is_available() and torch.cuda.get_device_name())'"
+
+# 2. the CUDA-only tests (the switches' captured steps, resumes)
+run_step cuda_tests 130 python3 -m pytest -q -rs -p no:cacheprovider tests/test_cudagraphs.py tests/templates/test_templates.py \
+    tests/scan_snap/test_scan_snap.py tests/joma/test_joma_hierarchy.py tests/features/test_features_cuda_graphs.py \
+    tests/lm/test_lm_cuda_graphs.py tests/features/test_char_cuda_graphs.py -k "cuda_graphs or graphed or captured"
+
+# 3. the default sweep step, graphs off and on
+run_step sweep_step 60 python3 benchmarks/sweep_step.py --device "$DEVICE" --groups 3 --out "$WORK/sweep_step.json"
+
+# 4. the paper estimate: every job a time
+PAPER=(--configfile config/paper.yaml --max-probes-per-job 2)
+run_step estimate_paper 200 "${ESTIMATE[@]}" --out "$WORK/estimate_paper.md" "${PAPER[@]}"
+
+# 5. the paper-scale T5 engine group with graphs
+T5='{"task": {"name": "aba_abb"}, "arch": "transformer", "batch": 1024, "eval_every": 1, "n_val": 100, "n_test": 100,
+"sequential_runs": 1, "device": "'"$DEVICE"'", "cuda_graphs": true, "model": {"d_emb": 128, "depth": 2, "heads": 16,
+"d_head": 64, "d_mlp": 256}, "n": [8192], "runs": 64, "epochs": 3}'
+run_step t5_engine_graphs 50 python3 -m featlearn templates-bench --settings "$T5" --threads 4 --out "$WORK/t5_engine_graphs.json"
+
+# 6. the default estimate, switches off then on (the probes cached apart)
+GRAPHS=(--configfile benchmarks/device/cuda_graphs.yaml)
+run_step estimate_default 80 "${ESTIMATE[@]}" --out "$WORK/estimate_default.md" --probe-steps 30
+run_step estimate_default_graphs 80 "${ESTIMATE[@]}" --out "$WORK/estimate_default_graphs.md" --probe-steps 30 "${GRAPHS[@]}"
+
+# 7. the reports from the cache, whatever was cut short
+BUDGET=$((SECONDS - START + 80))  # the reports get 80 s whatever is left
+run_step report_paper 40 "${ESTIMATE[@]}" --out "$WORK/estimate_paper.md" "${PAPER[@]}" --no-probe
+run_step report_default 20 "${ESTIMATE[@]}" --out "$WORK/estimate_default.md" --probe-steps 30 --no-probe
+run_step report_default_graphs 20 "${ESTIMATE[@]}" --out "$WORK/estimate_default_graphs.md" --probe-steps 30 "${GRAPHS[@]}" --no-probe
+cat "$WORK/steps.tsv"
+echo "total $((SECONDS - START))s"
+pack
