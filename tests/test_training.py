@@ -202,3 +202,28 @@ def test_write_csv_round_trips_float32_and_keeps_ten_digits(tmp_path):
     back = pd.read_csv(tmp_path / "t.csv")
     assert (back["x"].to_numpy().astype(np.float32) == x).all()
     assert back["y"].iloc[0] == pytest.approx(np.pi, rel=1e-9)
+
+
+
+def test_a_checkpoint_is_read_onto_the_cpu_whatever_the_device(tmp_path, monkeypatch):
+    """The random-number states in a checkpoint must come back as CPU byte tensors: a GPU run that mapped its
+    checkpoint onto its device failed to resume ("RNG state must be a torch.ByteTensor", seen on an H200).
+    load_state_dict puts the model's and the optimiser's tensors on their device."""
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, die_at=8)
+    seen = []
+
+    class Loaded(Exception):
+        pass
+
+    def load(*args, **kwargs):  # records where the checkpoint would be mapped, then stops the (CUDA) run
+        seen.append(kwargs.get("map_location"))
+        raise Loaded
+
+    monkeypatch.setattr(torch, "load", load)
+    model = torch.nn.Linear(3, 1)
+    with pytest.raises(Loaded):
+        resumable_training(model, torch.optim.SGD(model.parameters(), lr=0.1), total=12, step=lambda i: 0.0,
+                           record=lambda i, loss: None, eval_every=5, checkpoint_every=3, work_dir=tmp_path,
+                           settings={"lr": 0.1}, device="cuda", log=lambda m: None)
+    assert [str(m) for m in seen] == ["cpu"]

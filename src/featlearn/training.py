@@ -74,7 +74,9 @@ def resumable_training(
     dev = torch.device(device)
     start, running, seen = 0, 0.0, 0  # running: sum of the training losses since the last evaluation
     identity = run_identity()
-    state = torch.load(resume, weights_only=True, map_location=dev) if resume.exists() else None
+    # loaded onto the CPU: the random-number states must stay CPU byte tensors (a GPU run's checkpoint mapped onto
+    # its device could not be restored); load_state_dict copies the model's and the optimiser's tensors to their device
+    state = torch.load(resume, weights_only=True, map_location="cpu") if resume.exists() else None
     if state is not None and (state.get("settings") != settings or state.get("identity", {}) != identity):
         what = "settings" if state.get("settings") != settings else ", ".join(
             k for k in sorted(set(identity) | set(state.get("identity", {})))
