@@ -96,7 +96,7 @@ def test_finetune_cost_and_probe_with_a_small_gpt2(tmp_path, monkeypatch, one_th
     assert rec["seconds_per_step"] > 0 and rec["measured_dim"] == 16
 
 
-def test_features_cost_of_the_synthetic_job(repo, tmp_path):
+def test_features_cost_of_the_synthetic_job(repo, tmp_path, monkeypatch):
     """The L-RNN job on its own synthetic data (no prepared files): runs = activations x sigma_v x seeds, steps =
     epochs x minibatches of the length-sorted pools, evaluation share from the dev and test sizes."""
     from featlearn.features.experiments import synthetic_splits
@@ -111,9 +111,13 @@ def test_features_cost_of_the_synthetic_job(repo, tmp_path):
     assert n <= st["batch"] * st["bucket_pool"]  # one pool: ceil(n / batch) minibatches an epoch
     assert cost.steps == st["epochs"] * -(-n // st["batch"]) == 2 * 4  # smoke: 2 epochs of 200 instances, batch 64
     assert cost.eval_share == pytest.approx((len(rows["dev"]) + len(rows["test"])) * (st["epochs"] + 1) / 3 / (n * st["epochs"]))
+    # no prepared SST files here: the documented sizes (a machine without the data, e.g. a lent GPU), and without
+    # them the cost model says what is missing
+    sst = _node("features_train", job_settings(config["features"]["cls"], "sst_mlp", 1))
+    assert "documented sizes" in features_cost.train_cost(sst, results=str(tmp_path)).note
+    monkeypatch.delitem(features_cost.DOCUMENTED, "sst")
     with pytest.raises(ValueError, match="prepared sst splits not found"):
-        features_cost.train_cost(_node("features_train", job_settings(config["features"]["cls"], "sst_mlp", 1)),
-                                 results=str(tmp_path))
+        features_cost.train_cost(sst, results=str(tmp_path))
 
 
 def test_sweep_cost_counts_groups_runs_and_epochs(repo):
@@ -337,7 +341,9 @@ def test_assume_online_counts_the_jobs_of_datasets_absent_offline(repo, tmp_path
     capped = features_cost.documented_data({**node.settings, "max_train": 20_000, "max_eval": 2_000,
                                             "settings": {**node.settings["settings"], "max_len": 30}})
     assert (capped["n_train"], capped["eval_instances"], capped["mean_length"]) == (20_000, 4_000, 30)
-    assert features_cost.documented_data({**node.settings, "dataset": "imdb"}) is None  # no documented length
+    imdb = features_cost.documented_data({**node.settings, "dataset": "imdb"})
+    assert (imdb["n_train"], imdb["vocab"], imdb["n_classes"]) == (39_877, 101_706, 2)
+    assert features_cost.documented_data({**node.settings, "dataset": "wikitext2"}) is None  # no documented length
 
 
 @pytest.mark.shared_data
