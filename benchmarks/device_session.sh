@@ -4,12 +4,14 @@
 # and the tests below do not need it; no data: the estimate sizes absent datasets by their documented sizes):
 #
 #   COMMIT=$(git rev-parse --short HEAD) bash benchmarks/device_session.sh
+#   SESSION_CACHE=benchmarks/device/h200-2026-11-28/probes.json ...   # start from an earlier session's probes
 #
 # Steps, each under `timeout` and within SESSION_BUDGET seconds (default 480; the reports get 80 s more) in all, a later step getting what
 # the earlier ones left:
 #   1. the machine: nvidia-smi, the torch build;
 #   2. the CUDA-only tests: captured steps equal the eager ones, a resumed captured run equals an uninterrupted one;
-#   3. the templates sweep step with CUDA graphs off and on, steady state (benchmarks/sweep_step.py);
+#   3. the templates sweep step with CUDA graphs off and on, steady state (benchmarks/sweep_step.py), and the
+#      last-query attention's vmap path (benchmarks/vmap_last_query.py);
 #   4. the paper estimate, every job a time (probes at most --max-probes-per-job per job, the rest interpolated);
 #   5. the paper-scale T5 engine group (Fig. 22's type, 64 runs at n = 8192) with CUDA graphs, against one run
 #      at a time;
@@ -31,6 +33,8 @@ printf 'step\tstatus\tseconds\n' > "$WORK/steps.tsv"
 echo "commit ${COMMIT:-unknown}, started $(date -u '+%Y-%m-%d %H:%M:%S') UTC, budget ${BUDGET}s" | tee "$WORK/session.txt"
 START=$SECONDS
 CACHE="$WORK/probes.json"
+# SESSION_CACHE: a probe cache of an earlier session to start from (its probes of the same GPU and torch are reused)
+if [[ -n ${SESSION_CACHE:-} ]]; then cp "$SESSION_CACHE" "$CACHE"; fi
 
 pack() { tar czf "$OUT_DIR/device_session.tar.gz.part" -C "$WORK" . && mv "$OUT_DIR/device_session.tar.gz.part" "$OUT_DIR/device_session.tar.gz"; }
 
@@ -67,10 +71,13 @@ run_step machine 30 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.t
 # 2. the CUDA-only tests (the switches' captured steps, resumes)
 run_step cuda_tests 130 python3 -m pytest -q -rs -p no:cacheprovider tests/test_cudagraphs.py tests/templates/test_templates.py \
     tests/scan_snap/test_scan_snap.py tests/joma/test_joma_hierarchy.py tests/features/test_features_cuda_graphs.py \
-    tests/lm/test_lm_cuda_graphs.py tests/features/test_char_cuda_graphs.py -k "cuda_graphs or graphed or captured"
+    tests/lm/test_lm_cuda_graphs.py tests/features/test_char_cuda_graphs.py -k "cuda_graphs or graphed or captured or per_sample_weights"
 
 # 3. the default sweep step, graphs off and on
 run_step sweep_step 60 python3 benchmarks/sweep_step.py --device "$DEVICE" --groups 3 --out "$WORK/sweep_step.json"
+
+# 3b. the last-query attention under vmap: strided slice against a contiguous copy (featlearn.templates.models)
+run_step vmap_last_query 40 python3 benchmarks/vmap_last_query.py --device "$DEVICE" --widths 64 1024 4096
 
 # 4. the paper estimate: every job a time
 PAPER=(--configfile config/paper.yaml --max-probes-per-job 2)

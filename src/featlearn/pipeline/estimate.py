@@ -253,18 +253,19 @@ def _stats(path: str) -> dict | None:
 def lm_data(dataset: str, results: str = "results", stats: str | None = None, tokens_per_word: float = 1.0) -> dict:
     """Train/valid token counts and vocabulary of a prepared LM dataset: its ``stats.json`` when present
     (``stats``: another one than ``results/data/prepared/<dataset>/stats.json``, e.g. GPT-2 BPE ids), else the
-    documented sizes: train tokens of ``featlearn.pipeline.sizing`` (times ``tokens_per_word``) and the vocabulary
+    documented sizes: train and validation tokens of ``featlearn.pipeline.sizing`` (times ``tokens_per_word``) and the vocabulary
     that ``featlearn.data.registry`` expects (``source`` says which)."""
     from featlearn.data.registry import PREPARED
-    from featlearn.pipeline.sizing import TRAIN_TOKENS
+    from featlearn.pipeline.sizing import TRAIN_TOKENS, VALID_TOKENS
 
     found = _stats(stats or f"{results}/data/prepared/{dataset}/stats.json")
     if found:
         s = found["splits"]
         return {"train": s["train"]["n_tokens"], "valid": s.get("valid", {}).get("n_tokens"), "vocab": found.get("vocab_size"),
                 "source": "stats.json"}
-    train = TRAIN_TOKENS.get(dataset)
-    return {"train": None if train is None else int(train * tokens_per_word), "valid": None,
+    train, valid = TRAIN_TOKENS.get(dataset), VALID_TOKENS.get(dataset)
+    return {"train": None if train is None else int(train * tokens_per_word),
+            "valid": None if valid is None else int(valid * tokens_per_word),
             "vocab": PREPARED[dataset].expected_vocab if dataset in PREPARED else None,
             "source": "documented size (no stats.json)"}
 
@@ -395,7 +396,7 @@ class Prober:
         except Exception as exc:  # out of memory above all: the table says it was not measured, and why
             text = str(exc).splitlines()[0][:120] if str(exc) else ""
             msg = "out of memory" if "out of memory" in str(exc).lower() else f"{type(exc).__name__}: {text}"
-            self.log(f"probe {p.kind} failed: {msg}")
+            self.log(f"probe {p.kind} {p.dim}={use}/{full} failed: {msg} ({p.shape_json[:160]})")
             return {"error": msg, "steps": self.steps, "warmup": self.warmup}
         t = out["seconds_per_step"]
         rec = {"measured_dim": use, "full_dim": full, "dim": p.dim, "steps": self.steps, "warmup": self.warmup,

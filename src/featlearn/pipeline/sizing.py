@@ -22,6 +22,9 @@ EVAL = 1.1
 # Training tokens of each dataset's train split: word-level with an end-of-line token per line (this
 # project's preparation; WikiText-103 from Merity et al. 2016, Table 1, which counts the same way).
 TRAIN_TOKENS = {"wikitext2": 2_088_628, "wikitext103": 103_227_021}
+# Validation tokens, counted the same way: WikiText-103 shares WikiText-2's validation articles (Merity et al.
+# 2016, Table 1: 217,646 tokens in both); the estimate sizes a whole-split evaluation by them without stats.json.
+VALID_TOKENS = {"wikitext2": 217_646, "wikitext103": 217_646}
 # GPT-2 BPE tokens per word-level token, measured on WikiText-2 train (2,448,382 / 2,088,628), applied to both.
 BPE_PER_WORD = 2_448_382 / 2_088_628
 

@@ -79,11 +79,19 @@ def sweep_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: in
                 "n_test": shape["n_test"],
                 "dtype": shape["dtype"].replace("torch.", ""), "progress": False,
                 "cuda_graphs": shape.get("cuda_graphs", False)}  # captured steps replay after 3 eager ones: probe more steps
+    import torch
+
     runs = [RunSpec(1 + i // len(variants), 1e-3, variants[i % len(variants)]) for i in range(dim_value)]
     group = replace(expand_groups(settings)[0], runs=runs)
+    cuda = str(device).startswith("cuda")
+    if cuda:  # the group's CUDA peak, to check the engine's memory formula (run_memory_bytes) against
+        torch.cuda.reset_peak_memory_stats()
     if warmup:
         train_group(replace(group, epochs=warmup))
-    return {"seconds_per_step": train_group(replace(group, epochs=steps)).seconds / steps}
+    out = {"seconds_per_step": train_group(replace(group, epochs=steps)).seconds / steps}
+    if cuda:
+        out["peak_memory_bytes"] = torch.cuda.max_memory_allocated()
+    return out
 
 
 def _gpt2_config(model: str, revision: str, cache_dir: str | None):

@@ -79,6 +79,14 @@ class IdentityScaledAttention(nn.Module):
         """Attention weights A [B, H, T, T] of the LN'd input x [B, T, d]; with ``last_query`` only the
         last position's row, [B, H, 1, T]."""
         xq = x[:, -1:] if last_query else x
+        if last_query and xq.is_cuda:
+            # Under vmap (the sweep engine), a linear map of this strided slice with per-run weights takes a slow
+            # path that materialises the weights per sample: 10x the time at d_emb 64 and 100x at 2048 (one CPU
+            # core, 2 runs, batch 1024), 32 GiB at d_emb 4096, and out of memory on a 141 GB GPU in the paper
+            # estimate (benchmarks/device/h200-2026-11-28). A contiguous copy avoids it. It changes the last bits
+            # of the product, so the CPU keeps the strided slice and its tables stay as they were, until a
+            # comparison of the verdicts moves it too.
+            xq = xq.contiguous()
         inner = self.heads * self.d_head
         W_q, W_k = self.to_qk.weight[:inner], self.to_qk.weight[inner:]
         q, k = F.linear(xq, W_q), F.linear(x, W_k)
