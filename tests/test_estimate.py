@@ -453,3 +453,14 @@ def test_families_are_fitted_apart():
     a = E.probe("sweep", {"arch": "transformer", "model": "m", "task": "t", "n_probe": 1}, "runs")
     b = E.probe("sweep", {"arch": "mlp", "model": "m", "task": "t", "n_probe": 1}, "runs")
     assert E._family(a) != E._family(b)
+
+
+def test_lm_sizes_without_stats_come_from_the_documented_token_counts(tmp_path):
+    """No stats.json (a machine without the data): train and validation tokens from featlearn.pipeline.sizing
+    (WikiText-103 shares WikiText-2's validation articles), scaled for BPE, so a whole-split evaluation is sized."""
+    wt2 = E.lm_data("wikitext2", str(tmp_path))
+    assert (wt2["train"], wt2["valid"], wt2["vocab"]) == (2_088_628, 217_646, 33_278)
+    assert wt2["source"].startswith("documented size")
+    assert E.lm_data("wikitext103", str(tmp_path))["valid"] == 217_646
+    assert E.lm_data("wikitext2", str(tmp_path), tokens_per_word=2.0)["valid"] == 435_292
+    assert E.lm_data("ptb", str(tmp_path))["valid"] is None  # no documented count: the cost model says so
