@@ -10,6 +10,13 @@ use: the median and the largest relative error, and the job time (sum of steps x
     python benchmarks/estimate_interpolation.py --configfile config/paper.yaml --device cuda --jobs fig22
 
 Needs the prepared data of the config where its jobs read data (the sweeps do not).
+
+With ``--from-cache FILE`` nothing is probed: the probes already in a probe cache (e.g. one a GPU session brought
+back, ``benchmarks/device/<session>/probes.json``) are the data. Within every family (task, architecture, model) of
+every sweep job holding at least three cached probes, each is left out in turn, the rule (two representatives by
+FLOPs, a + b x FLOPs) is fitted on the rest, and the left-out probe is predicted:
+
+    python benchmarks/estimate_interpolation.py --from-cache benchmarks/device/h200-2026-11-28/probes.json
 """
 
 from __future__ import annotations
@@ -37,7 +44,10 @@ def main(argv=None) -> None:
     ap.add_argument("--probe-steps", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default=None, help="JSON file of the results")
+    ap.add_argument("--from-cache", default=None, help="a probe cache: leave-one-out over its probes, no probing")
     args = ap.parse_args(argv)
+    if args.from_cache:
+        return from_cache(E, Path(args.from_cache), args.configfile)
 
     config = E.merged_config(args.configfile, ROOT / "config")
     nodes = [n for n in E.build_dag(config, str(ROOT / "results")) if n.rule in ("templates_sweep", "templates_calibration")]
@@ -75,6 +85,40 @@ def main(argv=None) -> None:
               "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "rows": rows}
     if args.out:
         Path(args.out).write_text(json.dumps(record, indent=1) + "\n")
+
+
+def from_cache(E, cache_path: Path, configfiles: list) -> dict:
+    """Leave-one-out over the cached probes of each sweep family with three or more of them (see the docstring)."""
+    meas = {}
+    for key, rec in json.loads(cache_path.read_text()).items():
+        key = json.loads(key)
+        if "rule" in key and "seconds_per_step" in rec:
+            meas[(key["rule"], json.dumps(key["shape"], sort_keys=True))] = rec["seconds_per_step"]
+    errs, families = [], 0
+    config = E.merged_config(configfiles, ROOT / "config")
+    for node in E.build_dag(config, str(ROOT / "results"), online=True):
+        if node.rule not in ("templates_sweep", "templates_calibration"):
+            continue
+        by_family: dict = {}
+        for part in E.cost_model(node)(node, str(ROOT / "results")).parts:
+            t = part.probe and meas.get((node.rule, json.dumps(part.probe.shape, sort_keys=True)))
+            if t:
+                by_family.setdefault(E._family(part.probe), {})[part.probe.shape_json] = (part.flops_per_step, t)
+        for pts in (list(v.values()) for v in by_family.values() if len(v) >= 3):
+            families += 1
+            for i, (flops, measured) in enumerate(pts):
+                rest = pts[:i] + pts[i + 1:]
+                chosen = set(E.representatives([f for f, _ in rest], 2))
+                fit = E.fit_step_time([(f, t if j in chosen else None) for j, (f, t) in enumerate(rest)])
+                if fit is not None:
+                    errs.append(abs(fit(flops) - measured) / measured)
+    errs.sort()
+    row = {"cache": str(cache_path), "configfiles": configfiles, "families": families, "held_out": len(errs),
+           "median_rel_error": round(statistics.median(errs), 3) if errs else None,
+           "p90_rel_error": round(errs[int(0.9 * len(errs))], 3) if errs else None,
+           "max_rel_error": round(errs[-1], 3) if errs else None}
+    print(json.dumps(row))
+    return row
 
 
 if __name__ == "__main__":

@@ -464,3 +464,27 @@ def test_lm_sizes_without_stats_come_from_the_documented_token_counts(tmp_path):
     assert E.lm_data("wikitext103", str(tmp_path))["valid"] == 217_646
     assert E.lm_data("wikitext2", str(tmp_path), tokens_per_word=2.0)["valid"] == 435_292
     assert E.lm_data("ptb", str(tmp_path))["valid"] is None  # no documented count: the cost model says so
+
+
+def test_the_interpolation_check_from_a_probe_cache(repo, tmp_path):
+    """benchmarks/estimate_interpolation.py --from-cache: leave-one-out over the cached probes of each sweep family.
+    Probes that follow a + b x FLOPs exactly are predicted exactly; bent ones are not (the check could fail)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("interp", repo / "benchmarks" / "estimate_interpolation.py")
+    interp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(interp)
+    config = E.merged_config([], repo / "config")
+    parts = [(n.rule, p) for n in E.build_dag(config, str(tmp_path), online=True)
+             if n.rule == "templates_sweep" for p in E.cost_model(n)(n, str(tmp_path)).parts if p.probe]
+
+    def cache(step_time) -> dict:
+        path = tmp_path / "probes.json"
+        path.write_text(json.dumps({json.dumps({"rule": rule, "shape": p.probe.shape}): {"seconds_per_step": step_time(p.flops_per_step)}
+                                    for rule, p in parts}))
+        return interp.from_cache(E, path, [])
+
+    linear = cache(lambda f: 1e-3 + 2e-12 * f)
+    assert linear["held_out"] >= 3 and linear["max_rel_error"] < 1e-6
+    bent = cache(lambda f: 1e-3 + 1e-24 * f * f)  # quadratic in FLOPs: the straight line misses
+    assert bent["held_out"] == linear["held_out"] and bent["max_rel_error"] > 0.05
