@@ -480,8 +480,9 @@ def test_the_interpolation_check_from_a_probe_cache(repo, tmp_path):
 
     def cache(step_time) -> dict:
         path = tmp_path / "probes.json"
-        path.write_text(json.dumps({json.dumps({"rule": rule, "shape": p.probe.shape}): {"seconds_per_step": step_time(p.flops_per_step)}
-                                    for rule, p in parts}))
+        probes = {json.dumps({"rule": rule, "shape": p.probe.shape}): {"seconds_per_step": step_time(p.flops_per_step)}
+                  for rule, p in parts}
+        path.write_text(json.dumps(probes))
         return interp.from_cache(E, path, [])
 
     linear = cache(lambda f: 1e-3 + 2e-12 * f)
