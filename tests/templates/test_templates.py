@@ -524,6 +524,35 @@ def test_the_graph_safe_step_is_the_eager_step():
     assert torch.allclose(train, eager_train, rtol=1e-12)
 
 
+def test_the_sync_free_selection_gives_the_host_selection_results(monkeypatch):
+    """The GPU's sync-free epochs (selection on the device, the test split evaluated at every evaluation, results read
+    once), forced on a CPU, give the host path's results exactly: best epochs, losses, final values and curves. The
+    runs improve at some evaluations and not at others (the host path then skips the test split)."""
+    runs = [S.RunSpec(1, 3e-2, "vanilla"), S.RunSpec(2, 1e-1, "vanilla"), S.RunSpec(3, 3e-1, "vanilla")]
+    group = _group(T.aba_abb(), 12, runs, model=TINY, epochs=9, batch=5, curve_every=4, dtype=torch.float64,
+                   device="cpu", progress=False)
+    skipped = []
+    update = S._Selector.update
+
+    def spy(self, epoch, train_loss, val_loss, test_loss, *rest):
+        skipped.append(bool(torch.isnan(test_loss).all()))
+        return update(self, epoch, train_loss, val_loss, test_loss, *rest)
+
+    monkeypatch.setattr(S._Selector, "update", spy)
+    host = S.train_group(group)
+    assert any(skipped) and not all(skipped)  # the host path skipped the test split at some evaluations
+    skipped.clear()
+    monkeypatch.setattr(S, "sync_free", lambda dev: True)
+    free = S.train_group(group)
+    for name in ("best_epoch", "val_loss", "test_loss", "test_metric", "train_loss", "final_train_loss", "final_val_loss",
+                 "final_test_metric"):
+        assert torch.equal(getattr(host, name), getattr(free, name)), name
+    assert not any(skipped)  # sync-free: the test split at every evaluation
+    assert host.curves["epoch"] == free.curves["epoch"] == [4, 8, 9]
+    for key in ("train_loss", "val_loss", "test_loss", "test_metric"):
+        assert all(torch.equal(a, b) for a, b in zip(host.curves[key], free.curves[key], strict=True)), key
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_graphs_train_as_the_eager_step_does():
     """On a GPU: the captured and replayed step trains the group as the eager step does, up to float rounding."""

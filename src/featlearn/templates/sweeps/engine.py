@@ -227,20 +227,23 @@ def _losses(out: torch.Tensor, y: torch.Tensor, kind: str) -> tuple[torch.Tensor
 
 
 class _Selector:
-    """Best-validation-epoch bookkeeping for R runs (a NaN validation loss is never the best)."""
+    """Best-validation-epoch bookkeeping for R runs (a NaN validation loss is never the best). Its tensors live on
+    ``device``: on the CPU (the default) each update reads the losses back; on a GPU (:func:`sync_free`) they stay
+    there, so an evaluation does not wait for the queued steps, and :meth:`result` reads them once."""
 
-    def __init__(self, R: int):
-        self.best_val = torch.full((R,), math.inf, dtype=torch.float64)
-        self.best_epoch = torch.full((R,), -1, dtype=torch.int64)
-        self.test_loss = torch.full((R,), math.nan, dtype=torch.float64)
-        self.test_metric = torch.full((R,), math.nan, dtype=torch.float64)
-        self.train_loss = torch.full((R,), math.nan, dtype=torch.float64)
+    def __init__(self, R: int, device: torch.device | str = "cpu"):
+        self.device = torch.device(device)
+        self.best_val = torch.full((R,), math.inf, dtype=torch.float64, device=self.device)
+        self.best_epoch = torch.full((R,), -1, dtype=torch.int64, device=self.device)
+        self.test_loss = torch.full((R,), math.nan, dtype=torch.float64, device=self.device)
+        self.test_metric = torch.full((R,), math.nan, dtype=torch.float64, device=self.device)
+        self.train_loss = torch.full((R,), math.nan, dtype=torch.float64, device=self.device)
         self.curves: dict[str, list] = {k: [] for k in ("epoch", "train_loss", "val_loss", "test_loss", "test_metric")}
         self.last: dict[str, torch.Tensor] = {}
 
     def update(self, epoch: int, train_loss, val_loss, test_loss, test_metric, record: bool) -> None:
         vals = {
-            k: v.detach().double().cpu()
+            k: v.detach().to(self.device, torch.float64, copy=True)
             for k, v in (
                 ("train_loss", train_loss),
                 ("val_loss", val_loss),
@@ -250,7 +253,7 @@ class _Selector:
         }
         better = vals["val_loss"] < self.best_val
         self.best_val = torch.where(better, vals["val_loss"], self.best_val)
-        self.best_epoch = torch.where(better, torch.tensor(epoch), self.best_epoch)
+        self.best_epoch = torch.where(better, torch.full_like(self.best_epoch, epoch), self.best_epoch)
         for k in ("test_loss", "test_metric", "train_loss"):
             setattr(self, k, torch.where(better, vals[k], getattr(self, k)))
         self.last = vals
@@ -260,20 +263,31 @@ class _Selector:
                 self.curves[k].append(v)
 
     def result(self, params, seconds) -> GroupResult:
-        best_val = torch.where(self.best_epoch >= 0, self.best_val, torch.tensor(math.nan, dtype=torch.float64))
+        cpu = {k: getattr(self, k).cpu() for k in ("best_val", "best_epoch", "test_loss", "test_metric", "train_loss")}
+        last = {k: v.cpu() for k, v in self.last.items()}
+        curves = {k: v if k == "epoch" else [t.cpu() for t in v] for k, v in self.curves.items()}
+        best_val = torch.where(cpu["best_epoch"] >= 0, cpu["best_val"], torch.tensor(math.nan, dtype=torch.float64))
         return GroupResult(
-            self.best_epoch,
+            cpu["best_epoch"],
             best_val,
-            self.test_loss,
-            self.test_metric,
-            self.train_loss,
-            self.last["train_loss"],
-            self.last["val_loss"],
-            self.last["test_metric"],
+            cpu["test_loss"],
+            cpu["test_metric"],
+            cpu["train_loss"],
+            last["train_loss"],
+            last["val_loss"],
+            last["test_metric"],
             params,
             seconds,
-            self.curves,
+            curves,
         )
+
+
+def sync_free(dev: torch.device) -> bool:
+    """Whether a group's epochs run without reading anything back to the host (on a GPU): the selection stays on the
+    device, the test split is evaluated at every evaluation (the host cannot ask whether a run improved; where
+    none did, the values are discarded as before, so the results are the same), and the shuffles are copied from
+    pinned memory without waiting. On a CPU there is nothing to wait for, and the CPU path is kept as it was."""
+    return dev.type == "cuda"
 
 
 # --------------------------------------------------------------------------------------- engine
@@ -323,7 +337,8 @@ def train_group(group: Group) -> GroupResult:
         batched_loss, batched_eval = vmap(run_loss), vmap(run_eval)
     gens = [torch.Generator().manual_seed(shuffle_seed(run.seed)) for run in group.runs]
     nb = group.steps_per_epoch
-    sel = _Selector(R)
+    no_sync = sync_free(dev)
+    sel = _Selector(R, dev if no_sync else "cpu")
     step = 0
     graphed = None
     if captured(group.cuda_graphs, dev):
@@ -334,7 +349,11 @@ def train_group(group: Group) -> GroupResult:
     start = time.perf_counter()
     for epoch in range(1, group.epochs + 1):
         if nb > 1:
-            perm = torch.stack([torch.randperm(n, generator=g) for g in gens]).to(dev)
+            perm = torch.stack([torch.randperm(n, generator=g) for g in gens])
+            if no_sync and dev.type == "cuda":  # a fresh pinned buffer each epoch: the copy need not be waited for
+                perm = perm.pin_memory().to(dev, non_blocking=True)
+            else:
+                perm = perm.to(dev)
         train_loss = torch.zeros(R, dtype=group.dtype, device=dev)
         if graphed is not None:
             train_buf.zero_()
@@ -359,7 +378,8 @@ def train_group(group: Group) -> GroupResult:
             with torch.no_grad():
                 vl, _ = batched_eval(params, Xv, Yv)
                 # the test set is only needed where a run improves, at the last epoch and on curve epochs
-                if bool((vl.detach().double().cpu() < sel.best_val).any()) or epoch == group.epochs or _record(group, epoch):
+                if no_sync or bool((vl.detach().double().cpu() < sel.best_val).any()) or epoch == group.epochs \
+                        or _record(group, epoch):
                     tl, tm = batched_eval(params, Xt, Yt)
                 else:
                     tl = tm = torch.full_like(vl, math.nan)
