@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The workflow itself on a lent GPU, from an empty results folder, within one device command:
+#
+#   (here, once)    bash benchmarks/device/prepare_carry.sh          # .whl (Snakemake for Python 3.12), .devdata
+#   (device call)   carry [".whl", ".devdata"], command:
+#                   DAG_LIMIT=540 bash benchmarks/device/dag_session.sh [targets] [snakemake options]
+#
+# e.g. the default DAG with the GPU profile (jobs share the card up to its memory less 8 GB):
+#   bash benchmarks/device/dag_session.sh
+# or one figure per paper with the CUDA-graph switches on, to compare with a run without them:
+#   bash benchmarks/device/dag_session.sh fig_templates_2c table_joma_1 --configfile benchmarks/device/cuda_graphs.yaml
+#
+# Snakemake runs under `timeout` (DAG_LIMIT seconds, default 540), offline, with .devdata as the data mirror (no
+# IMDB there: its jobs are left out, as `enabled: auto` leaves out an absent dataset). Everything Snakemake wrote
+# that a comparison needs comes back in ${OUT}/dag_session.tar.gz: its log, the run record, the claims tables, the
+# scorecard, the benchmark files and the jobs' logs; figures too with DAG_FIGURES=1.
+set -uo pipefail
+
+OUT_DIR="${OUT:-/tmp/dag_session}"
+LIMIT="${DAG_LIMIT:-540}"
+PROFILE="${DAG_PROFILE:-profiles/gpu}"
+mkdir -p "$OUT_DIR"
+START=$SECONDS
+
+if [[ -d .whl ]]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        || { echo "dag_session: the carried wheels did not install" >&2; exit 1; }
+    export PYTHONPATH="/tmp/site:$PWD/src"
+else
+    export PYTHONPATH="$PWD/src"
+fi
+export PYTHONUNBUFFERED=1 FEATLEARN_OFFLINE=1 FEATLEARN_DATA_MIRROR="${DAG_MIRROR:-$PWD/.devdata}"
+
+# the GPU memory the running jobs may declare together: the card's less 8 GB (or DAG_GPU_MEM_MB)
+GPU_MEM="${DAG_GPU_MEM_MB:-}"
+if [[ -z $GPU_MEM ]] && command -v nvidia-smi > /dev/null; then
+    GPU_MEM=$(($(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | head -1) - 8000))
+fi
+RESOURCES=()
+if [[ -n $GPU_MEM ]]; then RESOURCES=(--resources "gpu_mem_mb=$GPU_MEM"); fi
+
+echo "dag_session: $(date -u '+%Y-%m-%d %H:%M:%S') UTC, commit ${COMMIT:-unknown}, profile $PROFILE, limit ${LIMIT}s, ${RESOURCES[*]:-no GPU memory cap}"
+timeout --kill-after=15 "$LIMIT" python3 -m snakemake --workflow-profile "$PROFILE" --cores all "${RESOURCES[@]}" "$@" \
+    > "$OUT_DIR/snakemake.log" 2>&1
+rc=$?
+status=finished
+if ((rc == 124 || rc == 137)); then status="stopped at the ${LIMIT}s limit"; elif ((rc != 0)); then status="failed (rc $rc)"; fi
+progress=$(grep -E '[0-9]+ of [0-9]+ steps' "$OUT_DIR/snakemake.log" | tail -1)
+echo "dag_session: snakemake $status after $((SECONDS - START))s; ${progress:-no progress line}"
+grep -E "^Error in rule|Exiting because a job execution failed" "$OUT_DIR/snakemake.log" | head -20
+
+files=()
+for f in results/run.json results/scorecard.md results/scorecard.csv results/benchmarks.csv results/benchmarks results/logs; do
+    [[ -e $f ]] && files+=("$f")
+done
+while IFS= read -r f; do files+=("$f"); done < <(find results -path '*/claims*' -type f 2>/dev/null)
+if [[ ${DAG_FIGURES:-0} == 1 ]]; then
+    while IFS= read -r f; do files+=("$f"); done < <(find results/figures -type f 2>/dev/null)
+fi
+cp "$OUT_DIR/snakemake.log" results/dag_session_snakemake.log 2> /dev/null || { mkdir -p results && cp "$OUT_DIR/snakemake.log" results/dag_session_snakemake.log; }
+tar czf "$OUT_DIR/dag_session.tar.gz" results/dag_session_snakemake.log "${files[@]}"
+rm -f "$OUT_DIR/snakemake.log"
+ls -la "$OUT_DIR"
+exit 0
