@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Issue 34's device checks in one command of about 9 minutes (a lent device gives a session 15 minutes in all),
-# from the repository root, with python3 holding torch, pandas, pyyaml and pytest (no snakemake: the estimate
+# GPU checks of the CUDA-graph switches and the cost estimate in one command of about 9 minutes, for a GPU machine
+# with little time on it, from the repository root, with python3 holding torch, pandas, pyyaml and pytest (no snakemake: the estimate
 # and the tests below do not need it; no data: the estimate sizes absent datasets by their documented sizes):
 #
 #   COMMIT=$(git rev-parse --short HEAD) bash benchmarks/device_session.sh
-#   SESSION_CACHE=benchmarks/device/h200-2026-11-28/probes.json ...   # start from an earlier session's probes
+#   SESSION_CACHE=benchmarks/device/h200-2026-11-28/probes.json ...   # start from an earlier run's probes
 #
 # Steps, each under `timeout` and within SESSION_BUDGET seconds (default 480; the reports get 80 s more) in all, a later step getting what
 # the earlier ones left:
@@ -33,7 +33,7 @@ printf 'step\tstatus\tseconds\n' > "$WORK/steps.tsv"
 echo "commit ${COMMIT:-unknown}, started $(date -u '+%Y-%m-%d %H:%M:%S') UTC, budget ${BUDGET}s" | tee "$WORK/session.txt"
 START=$SECONDS
 CACHE="$WORK/probes.json"
-# SESSION_CACHE: a probe cache of an earlier session to start from (its probes of the same GPU and torch are reused)
+# SESSION_CACHE: a probe cache of an earlier run to start from (its probes of the same GPU and torch are reused)
 if [[ -n ${SESSION_CACHE:-} ]]; then cp "$SESSION_CACHE" "$CACHE"; fi
 
 pack() { tar czf "$OUT_DIR/device_session.tar.gz.part" -C "$WORK" . && mv "$OUT_DIR/device_session.tar.gz.part" "$OUT_DIR/device_session.tar.gz"; }

@@ -11,8 +11,8 @@ use: the median and the largest relative error, and the job time (sum of steps x
 
 Needs the prepared data of the config where its jobs read data (the sweeps do not).
 
-With ``--from-cache FILE`` nothing is probed: the probes already in a probe cache (e.g. one a GPU session brought
-back, ``benchmarks/device/<session>/probes.json``) are the data. Within every family (task, architecture, model) of
+With ``--from-cache FILE`` nothing is probed: the probes already in a probe cache (e.g. one a GPU run brought
+back, ``benchmarks/device/<card>-<date>/probes.json``) are the data. Within every family (task, architecture, model) of
 every sweep job holding at least three cached probes, each is left out in turn, the rule (two representatives by
 FLOPs, a + b x FLOPs) is fitted on the rest, and the left-out probe is predicted:
 

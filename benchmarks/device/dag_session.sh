@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The workflow itself on a lent GPU, from an empty results folder, within one device command:
+# The workflow itself on a GPU machine without network access, from an empty results folder, in one command:
 #
-#   (here, once)    bash benchmarks/device/prepare_carry.sh          # .whl (Snakemake for Python 3.12), .devdata
-#   (device call)   carry [".whl", ".devdata"], command:
+#   (where pip works, once)  bash benchmarks/device/prepare_carry.sh   # .whl (Snakemake for Python 3.12), .devdata
+#   (on the GPU machine, with the checkout and those two folders copied along):
 #                   DAG_LIMIT=540 bash benchmarks/device/dag_session.sh [targets] [snakemake options]
 #
 # e.g. the default DAG with the GPU profile (jobs share the card up to its memory less 8 GB):
@@ -24,7 +24,7 @@ START=$SECONDS
 
 if [[ -d .whl ]]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-        || { echo "dag_session: the carried wheels did not install" >&2; exit 1; }
+        || { echo "dag_session: the wheels in .whl did not install" >&2; exit 1; }
     export PYTHONPATH="/tmp/site:$PWD/src"
 else
     export PYTHONPATH="$PWD/src"

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Prepare, on this machine, what a lent GPU needs to run the workflow itself (benchmarks/device/dag_session.sh):
+# Prepare, where pip has network access, what a GPU machine without it needs to run the workflow itself
+# (benchmarks/device/dag_session.sh):
 #   .whl/     Python 3.12 wheels of Snakemake, jsonschema and lemminflect with the dependencies the card's image
-#             lacks (its image has PyTorch, pandas, seaborn, pyyaml, requests, jinja2 ...; /work/.library's device
-#             notes list them), built with a local python3.12 (PYTHON312) and pip's network access;
-#   .devdata/ the data mirror (FEATLEARN_DATA_MIRROR, default ../shared/data) without IMDB: the working tree that
-#             travels to the card is limited to 64 MiB, and IMDB's archive alone is 28 MB.
-# Both folders are git-ignored (.git/info/exclude) and named in the device call's `carry`.
+#             lacks (an image with PyTorch, pandas, seaborn, pyyaml, requests, jinja2 ...: ON_CARD below; the image
+#             is assumed to hold them), built with a local python3.12 (PYTHON312) and pip's network access;
+#   .devdata/ the data mirror (FEATLEARN_DATA_MIRROR) without IMDB, for a copy limited to
+#             64 MiB with the checkout (IMDB's archive alone is 28 MB).
+# Both folders are git-ignored (.git/info/exclude); copy them with the checkout.
 #
 #   bash benchmarks/device/prepare_carry.sh
 set -euo pipefail
 
 PY312="${PYTHON312:-python3.12}"
-MIRROR="${FEATLEARN_DATA_MIRROR:-../shared/data}"
+MIRROR="${FEATLEARN_DATA_MIRROR:?set FEATLEARN_DATA_MIRROR to the data mirror folder}"
 # the packages the card's image already has: their wheels are dropped (the image's own versions are used)
 ON_CARD="numpy pyyaml psutil markupsafe jinja2 requests urllib3 idna certifi charset_normalizer packaging attrs
 typing_extensions wrapt tabulate"
