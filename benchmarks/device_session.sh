@@ -6,7 +6,7 @@
 #   COMMIT=$(git rev-parse --short HEAD) bash benchmarks/device_session.sh
 #   SESSION_CACHE=benchmarks/device/h200-2026-11-28/probes.json ...   # start from an earlier run's probes
 #
-# Steps, each under `timeout` and within SESSION_BUDGET seconds (default 480; the reports get 80 s more) in all, a later step getting what
+# Steps, each under `timeout` and within SESSION_BUDGET seconds (default 480; the reports get 100 s more) in all, a later step getting what
 # the earlier ones left:
 #   1. the machine: nvidia-smi, the torch build;
 #   2. the CUDA-only tests: captured steps equal the eager ones, a resumed captured run equals an uninterrupted one;
@@ -95,10 +95,10 @@ run_step estimate_default 80 "${ESTIMATE[@]}" --out "$WORK/estimate_default.md" 
 run_step estimate_default_graphs 80 "${ESTIMATE[@]}" --out "$WORK/estimate_default_graphs.md" --probe-steps 30 "${GRAPHS[@]}"
 
 # 7. the reports from the cache, whatever was cut short
-BUDGET=$((SECONDS - START + 80))  # the reports get 80 s whatever is left
+BUDGET=$((SECONDS - START + 100))  # the reports get 100 s whatever is left
 run_step report_paper 40 "${ESTIMATE[@]}" --out "$WORK/estimate_paper.md" "${PAPER[@]}" --no-probe
-run_step report_default 20 "${ESTIMATE[@]}" --out "$WORK/estimate_default.md" --probe-steps 30 --no-probe
-run_step report_default_graphs 20 "${ESTIMATE[@]}" --out "$WORK/estimate_default_graphs.md" --probe-steps 30 "${GRAPHS[@]}" --no-probe
+run_step report_default 30 "${ESTIMATE[@]}" --out "$WORK/estimate_default.md" --probe-steps 30 --no-probe
+run_step report_default_graphs 30 "${ESTIMATE[@]}" --out "$WORK/estimate_default_graphs.md" --probe-steps 30 "${GRAPHS[@]}" --no-probe
 cat "$WORK/steps.tsv"
 echo "total $((SECONDS - START))s"
 pack
