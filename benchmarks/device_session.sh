@@ -6,7 +6,7 @@
 #   COMMIT=$(git rev-parse --short HEAD) bash benchmarks/device_session.sh
 #   SESSION_CACHE=benchmarks/device/h200-2026-11-28/probes.json ...   # start from an earlier run's probes
 #
-# Steps, each under `timeout` and within SESSION_BUDGET seconds (default 480; the reports get 100 s more) in all, a later step getting what
+# Steps, each under `timeout` and within SESSION_BUDGET seconds (default 470; the reports get 100 s more) in all, a later step getting what
 # the earlier ones left:
 #   1. the machine: nvidia-smi, the torch build;
 #   2. the CUDA-only tests: captured steps equal the eager ones, a resumed captured run equals an uninterrupted one;
@@ -26,7 +26,7 @@ export PYTHONPATH=src PYTHONUNBUFFERED=1 FEATLEARN_OFFLINE=1
 unset FEATLEARN_DATA_MIRROR
 OUT_DIR="${OUT:-/tmp/device_session}"
 WORK=/tmp/device_session_work
-BUDGET="${SESSION_BUDGET:-480}"
+BUDGET="${SESSION_BUDGET:-470}"
 DEVICE="${SESSION_DEVICE:-cuda}"
 mkdir -p "$OUT_DIR" "$WORK"
 printf 'step\tstatus\tseconds\n' > "$WORK/steps.tsv"
