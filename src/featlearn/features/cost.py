@@ -22,7 +22,7 @@ from featlearn.pipeline.estimate import FLOAT32, Cost, Node, Part, lm_cost, prob
 # the train split is assumed alike [D]). SST (phrases: sstwsub), IMDB: the train split's mean length in words and the
 # vocabulary of this project's prepared files (featlearn.features.experiments.load_splits at the default settings,
 # no cap; IMDB from the data mirror's rebuild, see docs/data.md), so an estimate on a machine without the data (a
-# GPU lent with no network) still sizes their jobs. With ``max_len`` the mean is capped at it, an overestimate [D].
+# GPU machine without network access) still sizes their jobs. With ``max_len`` the mean is capped at it, an overestimate [D].
 DOCUMENTED = {
     "ag_news": {"mean_length": 37.7, "n_classes": 4},
     "sst": {"mean_length": 17.57, "n_classes": 2, "vocab": 16176},
