@@ -225,6 +225,38 @@ def test_probe_cache_is_keyed_by_device_and_not_probed_twice(tmp_path, monkeypat
     assert calls == [2, 2]
 
 
+def test_another_devices_probes_are_read_without_measuring(tmp_path, monkeypatch):
+    """--cached-device: the probes a GPU machine cached answer on a machine without one, under the torch version
+    they were measured with; nothing is measured, a shape they lack stays missing, a CPU's name gets its thread
+    count as its keys have it, and a device the cache lacks is an error naming the ones it has."""
+    calls = []
+
+    def fake(shape, dim, device, steps, warmup):
+        calls.append(dim)
+        return {"seconds_per_step": 0.5 if device == "gpu" else 2.0}
+
+    cache = tmp_path / "probes.json"
+    p = E.probe("fake", {"runs": 2, "width": 8}, "runs")
+    monkeypatch.setattr(E, "device_name",
+                        lambda device, threads: "Big GPU" if device == "gpu" else f"Small CPU, {threads} threads")
+    E.Prober("gpu", cache, probes={"fake": fake}).get("rule", p)
+    E.Prober("cpu", cache, probes={"fake": fake}).get("rule", p)
+    raw = json.loads(cache.read_text())
+    raw = {json.dumps({**json.loads(k), "torch": "9.9+gpu"} if json.loads(k)["device"] == "Big GPU" else json.loads(k),
+                      sort_keys=True): v for k, v in raw.items()}  # the GPU machine had another torch
+    cache.write_text(json.dumps(raw))
+    assert calls == [2, 2]
+    gpu = E.Prober("cpu", cache, probes={"fake": fake}, label="Big GPU")
+    assert gpu.torch == "9.9+gpu" and not gpu.probe
+    assert gpu.get("rule", p)["seconds_per_step"] == 0.5
+    assert gpu.get("rule", E.probe("fake", {"runs": 3, "width": 8}, "runs")) is None  # missing, not measured here
+    cpu = E.Prober("gpu", cache, probes={"fake": fake}, label="Small CPU")
+    assert cpu.get("rule", p)["seconds_per_step"] == 2.0 and cpu.device_key(4) == "Small CPU, 4 threads"
+    assert calls == [2, 2] and gpu.measured == cpu.measured == 0
+    with pytest.raises(ValueError, match="its devices: Big GPU, Small CPU"):
+        E.Prober("cpu", cache, label="Other GPU")
+
+
 def test_a_probe_is_timed_and_cached_in_its_jobs_precision(tmp_path):
     """A bf16 job's probe runs under bf16 autocast and is cached apart from the fp32 probe of the same shape (whose key
     is the one it had before precisions existed); the process's float32 settings are restored after each probe."""
@@ -374,6 +406,17 @@ def test_estimate_command_on_the_smoke_config(repo, tmp_path, monkeypatch, share
         assert f"makespan, {g} GPU" in md
     assert "critical path" in md and "Critical path: " in md
     assert json.loads(cache.read_text())  # the probes are cached for the next run
+    # the same estimate made from the cache as another machine would make it (--cached-device): the same times
+    label = E.device_name("cpu", 1).split(", ")[0]
+    again = tmp_path / "again.md"
+    cached = ["estimate", "--configfile", *files, "--out", str(again), "--cache", str(cache), "--cached-device", label,
+              "--results", str(results), "--config-dir", str(repo / "config"), "--resources-out", ""]
+    assert main(cached) == 0
+    rows_again = {line.split(" | ")[0].lstrip("| "): line for line in again.read_text().splitlines()
+                  if line.startswith("| ") and " | " in line}
+    for n in nodes:
+        assert rows_again[n.label].split(" | ")[8] == rows[n.label].split(" | ")[8], n.label
+    assert f"device: {label}, torch" in again.read_text() and "0 measured now" in again.read_text()
     # the scheduler limits the workflow reads: one entry per probed job, keyed by rule and settings
     from featlearn.pipeline.sizing import resource_key
 
@@ -446,6 +489,31 @@ def test_a_job_with_many_groups_is_probed_at_a_few_and_interpolated(tmp_path):
     # without a limit every group is measured
     every = E.Prober("cpu", tmp_path / "all.json", probes={"sweep": fake}, max_parts=0)
     assert not any(r.get("interpolated") for r in E.probe_parts("templates_sweep", parts, every))
+    # --no-probe with a cache of other groups (the measured four, and two more): the representatives it lacks are
+    # interpolated from what it has, not left without a time; nothing runs
+    cache = json.loads((tmp_path / "c.json").read_text())
+    extra = E.Prober("cpu", tmp_path / "c.json", probes={"sweep": fake}, max_parts=0)
+    for i in (5, 12):
+        extra.get("templates_sweep", parts[i].probe)
+    more = [dataclasses.replace(p, probe=E.probe("sweep", {**p.probe.shape, "arch": "mlp"}, "runs")) for p in parts]
+    assert len(json.loads((tmp_path / "c.json").read_text())) == len(cache) + 2
+    n_calls = len(calls)
+    cached_only = E.Prober("cpu", tmp_path / "c.json", probe=False, probes={"sweep": fake}, max_parts=4)
+    recs = E.probe_parts("templates_sweep", parts, cached_only)
+    assert len(calls) == n_calls and all(r is not None for r in recs)
+    assert sum(1 for r in recs if r.get("interpolated")) == 14  # 20 groups, 6 in the cache
+    for part, rec in zip(parts, recs):
+        assert rec["seconds_per_step"] == pytest.approx(0.004 + 2e-11 * part.flops_per_step, rel=1e-6)
+    # a family the cache has nothing of stays without a time
+    assert all(r is None for r in E.probe_parts("templates_sweep", more, cached_only))
+    # a failed representative keeps its error
+    def oom(shape, dim, device, steps, warmup):
+        raise RuntimeError("CUDA out of memory")
+
+    failing = E.Prober("cpu", tmp_path / "f.json", probes={"sweep": oom}, max_parts=4, log=lambda msg: None)
+    recs = E.probe_parts("templates_sweep", parts, failing)
+    assert sum(1 for r in recs if r is not None and r.get("error") == "out of memory") == 4
+    assert sum(1 for r in recs if r is None) == 16  # nothing to interpolate from
 
 
 def test_families_are_fitted_apart():

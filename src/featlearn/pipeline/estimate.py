@@ -26,6 +26,7 @@ of their Snakemake benchmark file when one exists, labelled as such. Standard li
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime
 import importlib
@@ -332,6 +333,17 @@ def device_name(device: str, threads: int) -> str:
     return f"{platform.processor() or platform.machine()} CPU, {threads} threads"
 
 
+def cached_torch(cache: dict, label: str, where: str | os.PathLike = "the cache") -> str:
+    """The torch version under which most of the cache's probes of the device ``label`` were measured (a GPU's name
+    as the keys spell it, or a CPU's without ``, N threads``); ValueError naming the cache's devices if none was."""
+    keys = [json.loads(k) for k in cache]
+    mine = [k.get("torch") for k in keys if k.get("device") == label or str(k.get("device", "")).startswith(label + ", ")]
+    if not mine:
+        devices = sorted({str(k.get("device")).split(", ")[0] for k in keys})
+        raise ValueError(f"no probe in {where} was measured on {label!r}; its devices: {', '.join(devices) or 'none'}")
+    return collections.Counter(mine).most_common(1)[0][0]
+
+
 class Prober:
     """Seconds per step of a (rule, probe), measured once per (device, torch version, rule, shape) and cached in a
     JSON file; ``probe=False`` answers from the cache only (None when missing).
@@ -340,11 +352,15 @@ class Prober:
     runs: a pilot of one warm-up and two timed steps, fewer when the probe itself has fewer). When ``pilot x
     full dimension`` exceeds ``max_seconds``, the probe runs at the largest dimension ``k`` >= 2 that fits and
     extrapolates linearly through the two points (time = fixed cost + cost per unit of the dimension, FLOPs
-    being linear in it); the record says so. Each record keeps the 1-minute load average when it was taken."""
+    being linear in it); the record says so. Each record keeps the 1-minute load average when it was taken.
+
+    ``label`` reads the cache as another machine wrote it: the probes of the device it names (as the cache keys
+    it, e.g. ``NVIDIA H200``, or a CPU's name without its thread count), under the torch version most of them were
+    measured with. Nothing is measured then, so a GPU's estimate can be made where there is no GPU."""
 
     def __init__(self, device: str, cache: str | os.PathLike, steps: int = 3, warmup: int = 1, probe: bool = True,
                  max_seconds: float = MAX_PROBE_STEP_SECONDS, probes: dict | None = None, log=None, threads: int | None = None,
-                 max_parts: int = 0):
+                 max_parts: int = 0, label: str | None = None):
         import torch
 
         self.device, self.cache_path = device, Path(cache)
@@ -352,13 +368,25 @@ class Prober:
         self.probes = probes or {}  # probe kind -> function, in place of the function a probe names (tests)
         self.torch = torch.__version__
         self.cache = json.loads(self.cache_path.read_text()) if self.cache_path.is_file() else {}
+        self.label = label
+        if label is not None:
+            self.probe = False
+            self.torch = cached_torch(self.cache, label, cache)
+            # a GPU's keys name it alone, a CPU's add the thread count
+            self._exact = any(json.loads(k).get("device") == label for k in self.cache)
         self.measured = 0  # probes run by this object (the rest came from the cache)
         self.threads = threads  # torch threads of every probe; None: each job's declared threads
         self.max_parts = max_parts  # distinct probes measured per job; the rest interpolated (0: every one measured)
         self.log = log or (lambda msg: print(f"[estimate] {msg}", file=sys.stderr, flush=True))
 
+    def device_key(self, threads: int) -> str:
+        """The device as this object's cache keys name it (``label``'s spelling where one is given)."""
+        if self.label is None:
+            return device_name(self.device, threads)
+        return self.label if self._exact else f"{self.label}, {threads} threads"
+
     def key(self, rule: str, p: Probe) -> str:
-        key = {"device": device_name(self.device, self.threads or p.threads), "torch": self.torch, "rule": rule,
+        key = {"device": self.device_key(self.threads or p.threads), "torch": self.torch, "rule": rule,
                "kind": p.kind, "shape": p.shape, "version": PROBE_VERSION}
         if p.precision != "fp32":  # (fp32 probes keep the keys they were cached under before the setting existed)
             key["precision"] = p.precision
@@ -417,7 +445,7 @@ class Prober:
         """Seconds to start a job's process: ``python -c "import torch, pandas, featlearn.pipeline.compute"`` in a fresh
         interpreter (the faster of two), measured once per device (cached like a probe; None with ``--no-probe``
         and no cache)."""
-        key = json.dumps({"device": device_name(self.device, 1), "torch": self.torch, "kind": "startup"}, sort_keys=True)
+        key = json.dumps({"device": self.device_key(1), "torch": self.torch, "kind": "startup"}, sort_keys=True)
         if key not in self.cache:
             if not self.probe:
                 return None
@@ -539,9 +567,13 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
     for node in nodes:
         model = cost_model(node)
         bench = benchmark_seconds(node.benchmark)
-        node.measured = bench if same_scale else None
+        # a run at this scale; for another machine's estimate (--cached-device) only a CPU job's file, a GPU job's
+        # time on this machine not being that device's
+        usable = same_scale and (prober.label is None or not node.gpu)
+        node.measured = bench if usable else None
         bench_text = None if bench is None else (
-            f"benchmark file {duration(bench)}" + ("" if same_scale else f" (from a `{bench_scale}`-scale run: not used)"))
+            f"benchmark file {duration(bench)}" + ("" if usable else f" (from a `{bench_scale}`-scale run: not used)"
+                                                   if not same_scale else " (a GPU job's, on this machine: not used)"))
         if model is None:
             node.why = "not modelled"
         else:
@@ -553,7 +585,7 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
             except Exception as exc:
                 node.why = f"cost model failed: {type(exc).__name__}: {exc}"
         if node.cost is None:
-            node.seconds = bench if same_scale else None
+            node.seconds = bench if usable else None
             node.source = bench_text or "no benchmark file"
             continue
         seconds, missing, notes = 0.0, [], []
@@ -589,7 +621,8 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
 # Of a job's distinct probes, at most ``Prober.max_parts`` are measured, chosen evenly along the FLOPs per step
 # (the smallest and the largest always); the others get s/step = a + b x FLOPs, fitted by least squares to the
 # measured ones of the same model and architecture (a: the fixed cost of a step, its kernel launches and
-# Python; b: seconds per FLOP), with a, b >= 0. Probes already in the cache are used as they are.
+# Python; b: seconds per FLOP), with a, b >= 0. Probes already in the cache are used as they are; with --no-probe a
+# representative the cache lacks is interpolated from the family's cached probes like the rest.
 # `benchmarks/estimate_interpolation.py` checks the fit against probes it did not use.
 
 
@@ -644,7 +677,9 @@ def probe_parts(rule: str, parts: list[Part], prober: "Prober") -> list[dict | N
         cached = [i for i in idx if keys[i] in prober.cache]
         todo = [idx[j] for j in representatives([parts[i].flops_per_step or 0.0 for i in idx], share)]
         for i in sorted(set(cached) | set(todo)):
-            measured[keys[i]] = prober.get(rule, parts[i].probe, parts[i].flops_per_step)
+            rec = prober.get(rule, parts[i].probe, parts[i].flops_per_step)
+            if rec is not None:  # a representative not in the cache (--no-probe) is interpolated like the rest; a
+                measured[keys[i]] = rec  # failed one keeps its error
     out = []
     for part, key in zip(parts, keys):
         if key is None:
@@ -724,7 +759,10 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
         "# Cost estimate of the DAG",
         "",
         f"- config: config/config.yaml{''.join(' + ' + c for c in meta['configfiles'])} (scale `{meta['scale']}`)",
-        f"- device: {meta['device_name']} (`{meta['device']}`), torch {meta['torch']}, python {meta['python']}",
+        (f"- device: {meta['device_name']}, torch {meta['torch']}: its probes in the cache, measured there "
+         f"(--cached-device; this machine measured nothing, and its benchmark files time only CPU jobs)"
+         if meta.get("cached_device") else
+         f"- device: {meta['device_name']} (`{meta['device']}`), torch {meta['torch']}, python {meta['python']}"),
         f"- date (UTC): {meta['date']}",
         f"- probes: {meta['probe_steps']} timed steps after {meta['probe_warmup']} warm-up steps per (rule, shape), "
         "torch threads: "
@@ -733,7 +771,7 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
         + ("" if meta["probing"] else " (--no-probe: cache only)"),
         f"- start-up of a job's process (python importing torch and pandas, measured once): {duration(meta['startup'])}, "
         "added to every modelled job",
-        f"- load average (1 min) when the probes were taken: {meta['load']} on {os.cpu_count()} CPUs (other work on the "
+        f"- load average (1 min) when the probes were taken: {meta['load']} on {meta['cpus']} CPUs (other work on the "
         "machine makes the probed times longer)",
     ] + (["- datasets absent offline are counted (--assume-online): their jobs are sized by the datasets' documented "
           "sizes (each job's note says so)"] if meta.get("assume_online") else []) + [
@@ -827,7 +865,7 @@ def resources_table(nodes: list[Node], meta: dict) -> dict:
 def run_estimate(configfiles: list[str], out: str, cache: str, device: str, probe_steps: int, probe_warmup: int,
                  probing: bool, results: str = "results", config_dir: str = "config", max_seconds: float = MAX_PROBE_STEP_SECONDS,
                  threads: int | None = None, resources_out: str | None = None, max_parts: int = 0,
-                 online: bool = False) -> dict:
+                 online: bool = False, cached_device: str | None = None) -> dict:
     """Build the DAG of the merged config, estimate every job, write the Markdown to ``out`` and, with
     ``resources_out``, the jobs' scheduler limits (:func:`resources_table`); returns the summary. ``online``: count
     the jobs of datasets that are absent offline too (:func:`assume_online`)."""
@@ -837,21 +875,24 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
 
     config = merged_config(configfiles, config_dir)
     nodes = build_dag(config, results, online)
-    prober = Prober(device, cache, probe_steps, probe_warmup, probing, max_seconds, threads=threads, max_parts=max_parts)
+    prober = Prober(device, cache, probe_steps, probe_warmup, probing, max_seconds, threads=threads, max_parts=max_parts,
+                    label=cached_device)
     own_threads = torch.get_num_threads()
     estimate(nodes, prober, config, results)
     torch.set_num_threads(own_threads)
     sched = schedule(nodes)
     loads = [r["load_average"] for n in nodes for r in n.per_step if r and "load_average" in r]
+    cpus = sorted({r["cpus"] for n in nodes for r in n.per_step if r and r.get("cpus")}) if cached_device else []
     meta = {"configfiles": configfiles, "scale": config.get("scale"), "device": device,
-            "device_name": device_name(device, own_threads).split(",")[0], "torch": torch.__version__,
+            "device_name": cached_device or device_name(device, own_threads).split(",")[0], "torch": prober.torch,
+            "cached_device": cached_device,
             "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "probe_steps": probe_steps,
-            "probe_warmup": probe_warmup, "measured": prober.measured, "cache": cache, "probing": probing,
+            "probe_warmup": probe_warmup, "measured": prober.measured, "cache": cache, "probing": prober.probe,
             "startup": prober.startup(),
             "load": f"{min(loads):.1f}–{max(loads):.1f}" if loads else "not recorded",
             "threads": f"{prober.threads} (--threads)" if prober.threads else "each job's declared threads",
-            "assume_online": online}
+            "assume_online": online, "cpus": "/".join(map(str, cpus)) or str(os.cpu_count())}
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     write_text(out, report(nodes, sched, meta))
     if resources_out:
@@ -866,11 +907,11 @@ def register(sub) -> None:
     def run(args) -> None:
         from featlearn.devices import resolve_device
 
-        device = resolve_device(args.device)
+        device = "cached" if args.cached_device else resolve_device(args.device)
         res = run_estimate(args.configfile, args.out, args.cache, device, args.probe_steps, args.probe_warmup, not args.no_probe,
                            results=args.results, config_dir=args.config_dir, max_seconds=args.max_probe_seconds,
                            threads=args.threads, resources_out=args.resources_out or None, max_parts=args.max_probes_per_job,
-                           online=args.assume_online)
+                           online=args.assume_online, cached_device=args.cached_device)
         print(f"estimate: {res['jobs']} jobs, total {duration(res['total'])}, critical path {duration(res['critical'])}, "
               + ", ".join(f"{g} GPU{'s' if g > 1 else ''} {duration(res['makespan'][g])}" for g in GPU_COUNTS)
               + (f"; {len(res['unknown'])} jobs without a time" if res["unknown"] else "") + f" -> {res['out']}")
@@ -895,6 +936,9 @@ def register(sub) -> None:
     p.add_argument("--assume-online", action="store_true",
                    help="count the jobs of datasets absent offline (WikiText-103, AG News train) as a machine with network "
                         "access would run them, sized by the datasets' documented sizes")
+    p.add_argument("--cached-device", default=None, metavar="NAME",
+                   help="the estimate of the device NAME (as the cache names it, e.g. 'NVIDIA H200') from its probes in "
+                        "--cache, on any machine: implies --no-probe; of this machine's benchmark files only CPU jobs' are used")
     p.add_argument("--resources-out", default=f"results/{ESTIMATE_RESOURCES}",
                    help="per-job runtime and mem_mb from the estimate, which the workflow's resources then use ('' to skip)")
     p.set_defaults(func=run)
