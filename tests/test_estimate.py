@@ -504,6 +504,14 @@ def test_a_job_with_many_groups_is_probed_at_a_few_and_interpolated(tmp_path):
     assert sum(1 for r in recs if r.get("interpolated")) == 14  # 20 groups, 6 in the cache
     for part, rec in zip(parts, recs):
         assert rec["seconds_per_step"] == pytest.approx(0.004 + 2e-11 * part.flops_per_step, rel=1e-6)
+    # a cache of middle groups only: no extrapolation beyond the FLOPs they span
+    middle = E.Prober("cpu", tmp_path / "m.json", probes={"sweep": fake}, max_parts=0)
+    for i in (5, 12):
+        middle.get("templates_sweep", parts[i].probe)
+    recs = E.probe_parts("templates_sweep", parts,
+                         E.Prober("cpu", tmp_path / "m.json", probe=False, probes={"sweep": fake}, max_parts=4))
+    assert [i for i, r in enumerate(recs) if "seconds_per_step" in r] == list(range(5, 13))
+    assert all("outside the FLOPs range" in recs[i]["error"] for i in (*range(5), *range(13, 20)))
     # a family the cache has nothing of stays without a time
     assert all(r is None for r in E.probe_parts("templates_sweep", more, cached_only))
     # a failed representative keeps its error

@@ -622,7 +622,9 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
 # (the smallest and the largest always); the others get s/step = a + b x FLOPs, fitted by least squares to the
 # measured ones of the same model and architecture (a: the fixed cost of a step, its kernel launches and
 # Python; b: seconds per FLOP), with a, b >= 0. Probes already in the cache are used as they are; with --no-probe a
-# representative the cache lacks is interpolated from the family's cached probes like the rest.
+# representative the cache lacks is interpolated from the family's cached probes like the rest, but only within the
+# FLOPs range they span: a group beyond it is left without a time (the smallest and the largest group of a family
+# are the first representatives, so a job probed here always spans its own range).
 # `benchmarks/estimate_interpolation.py` checks the fit against probes it did not use.
 
 
@@ -690,8 +692,14 @@ def probe_parts(rule: str, parts: list[Part], prober: "Prober") -> list[dict | N
             fam = _family(part.probe)
             pts = [(parts[i].flops_per_step, (measured.get(keys[i]) or {}).get("seconds_per_step")) for i in by_family[fam]]
             fit = fit_step_time(pts)
-            out.append(None if fit is None else {"seconds_per_step": fit(part.flops_per_step), "interpolated": True,
-                                                 "from_probes": sum(1 for _, t in pts if t is not None)})
+            span = [f for f, t in pts if t is not None and f is not None]
+            if fit is None:
+                out.append(None)
+            elif not span or not min(span) <= (part.flops_per_step or 0.0) <= max(span):
+                # outside the measured FLOPs: a line fitted on launch-bound small groups says nothing of large ones
+                out.append({"error": "outside the FLOPs range of the family's probes (not extrapolated)"})
+            else:
+                out.append({"seconds_per_step": fit(part.flops_per_step), "interpolated": True, "from_probes": len(span)})
     return out
 
 
