@@ -565,3 +565,37 @@ def test_the_interpolation_check_from_a_probe_cache(repo, tmp_path):
     assert linear["held_out"] >= 3 and linear["max_rel_error"] < 1e-6
     bent = cache(lambda f: 1e-3 + 1e-24 * f * f)  # quadratic in FLOPs: the straight line misses
     assert bent["held_out"] == linear["held_out"] and bent["max_rel_error"] > 0.05
+
+
+def _evidence_record(root, paper, rule, date, jobs):
+    folder = root / paper / rule
+    folder.mkdir(parents=True)
+    run = {"scale": "paper", "date_utc": date, "host_cpus": 2, "commit": "0" * 40, "precision": "fp32"}
+    (folder / "record.json").write_text(json.dumps({"paper": paper, "rule": rule, "label": rule, "run": run, "jobs": jobs}))
+
+
+def test_a_cpu_job_without_a_model_takes_its_paper_scale_evidence_time(tmp_path):
+    """At the paper scale a CPU job without a cost model and without a benchmark file takes the wall time the committed
+    evidence records (the latest run's); a GPU job's, a job the evidence lacks and another scale's estimate do not."""
+    root = tmp_path / "evidence"
+    _evidence_record(root, "joma", "fig_joma_2", "2026-11-27 10:00:00",
+                     [{"label": "joma_sim_exp", "device": "cpu", "wall_s": 20.0},
+                      {"label": "fig_joma_2 (drawing, claims)", "device": "", "wall_s": 5.0}])
+    _evidence_record(root, "joma", "fig_joma_3", "2026-11-28 10:00:00",
+                     [{"label": "joma_sim_exp", "device": "cpu", "wall_s": 16.0},
+                      {"label": "joma_wikitext[seed=1]", "device": "NVIDIA H200", "wall_s": 60.0},
+                      {"label": "joma_eq6", "device": "cpu", "wall_s": float("nan")}])
+    walls = E.evidence_walls(root)
+    assert walls == {"joma_sim_exp": (16.0, "paper-scale evidence of 2026-11-28, 2 CPUs")}
+
+    def nodes():
+        cpu = [dataclasses.replace(_node(rule, {}), gpu=False) for rule in ("joma_sim_exp", "joma_eq6")]
+        return [*cpu, _node("joma_sim_exp", {})]  # the last a GPU job
+
+    prober = E.Prober("cpu", tmp_path / "c.json", probe=False)
+    paper = E.estimate(nodes(), prober, {"scale": "paper"}, str(tmp_path / "results"), evidence=root)
+    assert paper[0].seconds == 16.0 and "paper-scale evidence of 2026-11-28" in paper[0].source
+    assert paper[1].seconds is None and paper[2].seconds is None
+    default = E.estimate(nodes(), prober, {"scale": "default"}, str(tmp_path / "results"), evidence=root)
+    assert all(n.seconds is None for n in default)
+    assert E.evidence_walls(tmp_path / "none") == {}

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Callable
 
 from featlearn import PAPERS, precision
+from featlearn.pipeline.evidence import EVIDENCE_DIR
 from featlearn.pipeline.registry import load
 from featlearn.pipeline.sizing import ESTIMATE_RESOURCES
 from featlearn.pipeline.workflow import merged_config
@@ -558,12 +559,35 @@ def cost_model(node: Node) -> Callable[[Node, str], Cost] | None:
     return load(node.cost_model) if node.cost_model else None
 
 
-def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "results") -> list[Node]:
+def evidence_walls(root: str | os.PathLike) -> dict[str, tuple[float, str]]:
+    """Wall seconds of the CPU jobs the committed paper-scale evidence under ``root`` ran (its records' ``jobs``), by
+    job label, with where they ran ('paper-scale evidence of 2026-11-27, 2 CPUs'); the latest run's where several
+    ran a job. Empty without evidence."""
+    from featlearn.pipeline.evidence import read_evidence
+
+    out: dict[str, tuple[str, float, str]] = {}
+    for fig in read_evidence(root):
+        date = str(fig.run.get("date_utc", ""))
+        for job in fig.record.get("jobs", []):
+            wall = job.get("wall_s")
+            if job.get("device") != "cpu" or not isinstance(wall, (int, float)) or wall != wall:
+                continue
+            if job["label"] not in out or date > out[job["label"]][0]:
+                where = f"paper-scale evidence of {date[:10]}, {fig.run.get('host_cpus', '?')} CPUs"
+                out[job["label"]] = (date, float(wall), where)
+    return {label: (wall, where) for label, (_, wall, where) in out.items()}
+
+
+def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "results",
+             evidence: str | os.PathLike | None = None) -> list[Node]:
     """Fill each node's cost model, seconds per step of each part and job time (in place; returns the nodes).
     A job without a cost model takes the wall time of its benchmark file when the run record says the files
-    come from a run at this config's scale; otherwise the file's time is shown and not used."""
+    come from a run at this config's scale; otherwise the file's time is shown and not used. At the paper scale, a
+    CPU job without a model and without such a file takes its wall time in the committed paper-scale evidence
+    (``evidence``, the folder of :mod:`featlearn.pipeline.evidence`) when that ran it."""
     bench_scale = benchmark_scale(results)
     same_scale = bench_scale == config.get("scale")
+    walls = evidence_walls(evidence) if evidence is not None and config.get("scale") == "paper" else {}
     for node in nodes:
         model = cost_model(node)
         bench = benchmark_seconds(node.benchmark)
@@ -587,6 +611,9 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
         if node.cost is None:
             node.seconds = bench if usable else None
             node.source = bench_text or "no benchmark file"
+            if node.seconds is None and not node.gpu and node.label in walls:  # a CPU job is a CPU job anywhere
+                node.seconds, where = walls[node.label]
+                node.source += f"; {where}: {duration(node.seconds)}"
             continue
         seconds, missing, notes = 0.0, [], []
         recs = probe_parts(node.rule, node.cost.parts, prober)
@@ -822,7 +849,7 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
     lines += [
         "## Totals",
         "",
-        f"{len(nodes)} jobs: {modelled} modelled and probed, {bench} from benchmark files, "
+        f"{len(nodes)} jobs: {modelled} modelled and probed, {bench} from benchmark files or paper-scale evidence, "
         f"{len(sched['unknown'])} without a time "
         "(counted as 0 s: the figures below are then lower bounds).",
         "",
@@ -886,7 +913,7 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
     prober = Prober(device, cache, probe_steps, probe_warmup, probing, max_seconds, threads=threads, max_parts=max_parts,
                     label=cached_device)
     own_threads = torch.get_num_threads()
-    estimate(nodes, prober, config, results)
+    estimate(nodes, prober, config, results, evidence=Path(config_dir).parent / EVIDENCE_DIR)
     torch.set_num_threads(own_threads)
     sched = schedule(nodes)
     loads = [r["load_average"] for n in nodes for r in n.per_step if r and "load_average" in r]
