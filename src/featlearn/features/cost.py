@@ -118,7 +118,7 @@ def train_cost(node: Node, results: str = "results") -> Cost:
     shape = {"kind": st.kind, "d": st.d, "ffn": st.ffn, "kernel": st.kernel, "sa_variant": st.sa_variant, "mv_bos": st.mv_bos,
              "optimizer": st.optimizer, "activations": list(cfg["activations"]), "sigma_v": len(cfg["sigma_v"]),
              "seeds": len(cfg["seeds"]), "runs": R, "batch": st.batch, "length": L,
-             "vocab": data["vocab"], "n_classes": data["n_classes"], "dropout": st.dropout, "dtype": st.dtype}
+             "vocab": data["vocab"], "n_classes": data["n_classes"], "dropout": st.dropout, "dtype": st.dtype, "ids": "zipf"}
     if st.cuda_graphs:  # (absent from the shape when off: earlier probes stay valid)
         shape["cuda_graphs"] = True
     eval_share = data["eval_instances"] * (st.epochs + 1) / 3 / max(data["n_train"] * st.epochs, 1)
@@ -131,11 +131,24 @@ def train_cost(node: Node, results: str = "results") -> Cost:
                 + (" (documented sizes: the prepared splits are absent)" if data.get("documented") else ""))
 
 
+def zipf_ids(n: int, vocab: int, low: int, generator):
+    """``n`` token ids in ``[low, vocab)`` drawn as words occur in text: the id of frequency rank r (the prepared
+    vocabularies are sorted by frequency) with probability proportional to 1 / r (Zipf's law, exponent 1 [D])."""
+    import torch
+
+    weights = 1.0 / torch.arange(1, vocab - low + 1, dtype=torch.float64)
+    return low + torch.multinomial(weights, n, replacement=True, generator=generator)
+
+
 def train_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
     """``featlearn.features.train.train`` of ``dim_value`` runs for one epoch over ``batch x steps`` random instances
     of the job's mean length (no dev/test split and no probe units: their share is the stated evaluation share).
-    With ``cuda_graphs`` (on a CUDA device) a training runs 3 eager steps and captures the fourth: the probe then
-    times ``w`` and ``w + steps`` steps (w at least 4) and takes the difference, so that its steps are replays."""
+    Their token ids follow Zipf's law (``shape["ids"]``; uniform ids, the probe before, touch far more rows of the
+    embedding table per step and made an SST MLP step 1.8x slower on a CPU than the job's own, on real text).
+    The probe times trainings of ``w`` and ``w + steps`` steps and takes the difference, so that what a training
+    pays once (building the model, allocating its state) is left out; w is at least 1, and at least 4 with
+    ``cuda_graphs`` on a CUDA device, where a training runs 3 eager steps and captures the fourth, so that the timed
+    steps are replays."""
     import torch
 
     from featlearn.cudagraphs import GraphedSteps, captured
@@ -155,20 +168,20 @@ def train_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: in
 
     def split(n: int) -> dict:
         L = shape["length"]
-        ids = torch.randint(2, shape["vocab"], (n * L,), generator=gen)
+        ids = (zipf_ids(n * L, shape["vocab"], 2, gen) if shape.get("ids") == "zipf"
+               else torch.randint(2, shape["vocab"], (n * L,), generator=gen))
         return {"train": Encoded(ids, torch.arange(n + 1) * L, torch.randint(shape["n_classes"], (n,), generator=gen))}
 
     def fit(n_steps: int) -> float:
         return train(st, runs, split(shape["batch"] * n_steps), shape["vocab"], Probes(), n_classes=shape["n_classes"],
                      progress=False).seconds
 
-    if captured(st.cuda_graphs, device):
-        w = max(warmup, GraphedSteps.WARMUP + 1)
-        fit(w)  # first-use costs (kernels, libraries) out of both timings
-        return {"seconds_per_step": max(0.0, fit(w + steps) - fit(w)) / steps}
-    if warmup:
-        fit(warmup)
-    return {"seconds_per_step": fit(steps) / steps}
+    # each training starts afresh (its parameters and optimiser state new, first touched in its first step), so a
+    # step's cost is the difference of two trainings' times over the steps between them; with graphs the first w
+    # steps include the capture
+    w = max(warmup, GraphedSteps.WARMUP + 1) if captured(st.cuda_graphs, device) else max(warmup, 1)
+    fit(w)  # first-use costs (kernels, libraries) out of both timings
+    return {"seconds_per_step": max(0.0, fit(w + steps) - fit(w)) / steps}
 
 
 def lm_word_cost(node: Node, results: str = "results") -> Cost:
