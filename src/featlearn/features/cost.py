@@ -143,8 +143,9 @@ def zipf_ids(n: int, vocab: int, low: int, generator):
 def train_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
     """``featlearn.features.train.train`` of ``dim_value`` runs for one epoch over ``batch x steps`` random instances
     of the job's mean length (no dev/test split and no probe units: their share is the stated evaluation share).
-    Their token ids follow Zipf's law (``shape["ids"]``; uniform ids, the probe before, touch far more rows of the
-    embedding table per step and made an SST MLP step 1.8x slower on a CPU than the job's own, on real text).
+    Their token ids follow Zipf's law (the shape's ``ids``, which keeps older probes out of the cache; uniform ids,
+    the probe before, touch far more rows of the embedding table per step and made an SST MLP step 1.8x slower on a
+    CPU than the job's own, on real text).
     The probe times trainings of ``w`` and ``w + steps`` steps and takes the difference, so that what a training
     pays once (building the model, allocating its state) is left out; w is at least 1, and at least 4 with
     ``cuda_graphs`` on a CUDA device, where a training runs 3 eager steps and captures the fourth, so that the timed
@@ -168,8 +169,7 @@ def train_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: in
 
     def split(n: int) -> dict:
         L = shape["length"]
-        ids = (zipf_ids(n * L, shape["vocab"], 2, gen) if shape.get("ids") == "zipf"
-               else torch.randint(2, shape["vocab"], (n * L,), generator=gen))
+        ids = zipf_ids(n * L, shape["vocab"], 2, gen)
         return {"train": Encoded(ids, torch.arange(n + 1) * L, torch.randint(shape["n_classes"], (n,), generator=gen))}
 
     def fit(n_steps: int) -> float:

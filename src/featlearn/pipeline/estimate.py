@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Callable
 
 from featlearn import PAPERS, precision
-from featlearn.pipeline.evidence import EVIDENCE_DIR
+from featlearn.pipeline.evidence import EVIDENCE_DIR, read_evidence
 from featlearn.pipeline.registry import load
 from featlearn.pipeline.sizing import ESTIMATE_RESOURCES
 from featlearn.pipeline.workflow import merged_config
@@ -563,8 +563,6 @@ def evidence_walls(root: str | os.PathLike) -> dict[str, tuple[float, str]]:
     """Wall seconds of the CPU jobs the committed paper-scale evidence under ``root`` ran (its records' ``jobs``), by
     job label, with where they ran ('paper-scale evidence of 2026-11-27, 2 CPUs'); the latest run's where several
     ran a job. Empty without evidence."""
-    from featlearn.pipeline.evidence import read_evidence
-
     out: dict[str, tuple[str, float, str]] = {}
     for fig in read_evidence(root):
         date = str(fig.run.get("date_utc", ""))
