@@ -643,3 +643,34 @@ def test_the_estimate_against_the_paper_scale_evidence(repo, tmp_path):
     expected = 2.0 + sum(p.steps for p in cost.parts) * 0.01 * (1 + cost.eval_share)
     assert [r["job"] for r in rows] == ["scan_snap_adam"]
     assert rows[0]["estimate_s"] == pytest.approx(expected) and rows[0]["ratio"] == pytest.approx(expected / 40.0)
+
+
+def test_documented_words_of_the_datasets():
+    """The size of a data job that needs no file: train tokens of an LM dataset, train items x mean words of a
+    classification dataset; unknown names have none."""
+    assert E.documented_words("wikitext103") == 103_227_021 and E.documented_words("wikitext2") == 2_088_628
+    assert E.documented_words("ptb") == 929_589
+    assert E.documented_words("ag_news") == pytest.approx(110_000 * 37.7)
+    assert E.documented_words("sst") == pytest.approx(6_920 * 17.57)
+    assert E.documented_words("gpt2") is None and E.documented_words("") is None
+
+
+def test_a_data_job_without_a_time_is_scaled_by_size_from_its_rule(tmp_path):
+    """WikiText-103's preparation, absent offline, takes the median seconds per documented word of the same rule's
+    timed jobs x its words; a timed job, a GPU job, a modelled job and a rule with no timed job keep what they had."""
+    def cpu(rule, dataset, seconds=None, key="name"):
+        node = dataclasses.replace(_node(rule, {}, {key: dataset}), gpu=False, label=f"{rule}[{key}={dataset}]")
+        node.seconds = seconds
+        return node
+
+    wt2, ptb = cpu("data_prepare", "wikitext2", 20.0), cpu("data_prepare", "ptb", 40.0)
+    wt103, gpu_job = cpu("data_prepare", "wikitext103"), _node("data_prepare", {}, {"name": "wikitext103"})
+    lonely = cpu("features_extract", "ag_news", key="dataset")
+    modelled = cpu("data_prepare", "imdb")
+    modelled.cost = E.Cost(parts=[])
+    E.scale_by_size([wt2, ptb, wt103, gpu_job, lonely, modelled])
+    rates = sorted([20.0 / 2_088_628, 40.0 / 929_589])
+    assert wt103.seconds == pytest.approx(sum(rates) / 2 * 103_227_021)
+    assert "scaled by size" in wt103.source and "data_prepare[name=ptb]" in wt103.source
+    assert (wt2.seconds, ptb.seconds) == (20.0, 40.0) and "scaled" not in wt2.source
+    assert gpu_job.seconds is None and lonely.seconds is None and modelled.seconds is None

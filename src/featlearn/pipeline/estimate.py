@@ -33,6 +33,7 @@ import importlib
 import json
 import os
 import platform
+import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -576,13 +577,60 @@ def evidence_walls(root: str | os.PathLike) -> dict[str, tuple[float, str]]:
     return {label: (wall, where) for label, (_, wall, where) in out.items()}
 
 
+def documented_words(dataset: str) -> float | None:
+    """Words in the train split of ``dataset`` as documented, a measure of a data job's size that needs no file: a
+    language-modelling dataset's train tokens (``featlearn.pipeline.sizing.TRAIN_TOKENS``, else the expected sizes
+    of ``featlearn.data.registry``), a classification dataset's train items x its documented mean length in words
+    (``featlearn.features.cost.DOCUMENTED``); None where neither is documented."""
+    from featlearn.data.registry import PREPARED
+    from featlearn.features.cost import DOCUMENTED
+    from featlearn.pipeline.sizing import TRAIN_TOKENS
+
+    prep = PREPARED.get(dataset)
+    if prep is None:
+        return None
+    if prep.kind == "lm":
+        return float(TRAIN_TOKENS.get(dataset) or (prep.expected_sizes[0] if prep.expected_sizes else 0)) or None
+    if prep.expected_sizes and dataset in DOCUMENTED:
+        return prep.expected_sizes[0] * DOCUMENTED[dataset]["mean_length"]
+    return None
+
+
+def _dataset_of(node: Node) -> str | None:
+    return node.wildcards.get("name") or node.wildcards.get("dataset")
+
+
+def scale_by_size(nodes: list[Node]) -> list[Node]:
+    """Time the CPU jobs left without one (no cost model, benchmark file or evidence) that prepare or read one dataset
+    (wildcard ``name`` or ``dataset``) from the same rule's timed jobs of other datasets: the median of their seconds
+    per documented train word (:func:`documented_words`) x this dataset's words. This is how a dataset that is absent
+    offline (WikiText-103, AG News train) gets its preparation timed from those that are here; it is an
+    extrapolation by size (formats differ: a zip, a tarball, plain text), labelled so in the job's source. In place;
+    returns the nodes."""
+    timed: dict[str, list[tuple[float, str]]] = {}
+    for n in nodes:
+        words = documented_words(_dataset_of(n) or "")
+        if n.cost is None and n.seconds is not None and words:
+            timed.setdefault(n.rule, []).append((n.seconds / words, n.label))
+    for n in nodes:
+        words = documented_words(_dataset_of(n) or "")
+        refs = sorted(timed.get(n.rule, []))
+        if n.cost is not None or n.seconds is not None or n.gpu or not words or not refs:
+            continue
+        n.seconds = statistics.median(rate for rate, _ in refs) * words
+        n.source += (f"; scaled by size: {words:,.0f} documented train words x the median seconds per word of "
+                     + ", ".join(label for _, label in refs) + " (an extrapolation)")
+    return nodes
+
+
 def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "results",
              evidence: str | os.PathLike | None = None) -> list[Node]:
     """Fill each node's cost model, seconds per step of each part and job time (in place; returns the nodes).
     A job without a cost model takes the wall time of its benchmark file when the run record says the files
     come from a run at this config's scale; otherwise the file's time is shown and not used. At the paper scale, a
     CPU job without a model and without such a file takes its wall time in the committed paper-scale evidence
-    (``evidence``, the folder of :mod:`featlearn.pipeline.evidence`) when that ran it."""
+    (``evidence``, the folder of :mod:`featlearn.pipeline.evidence`) when that ran it. A data job still without a
+    time is then scaled by its dataset's size from the same rule's timed jobs (:func:`scale_by_size`)."""
     bench_scale = benchmark_scale(results)
     same_scale = bench_scale == config.get("scale")
     walls = evidence_walls(evidence) if evidence is not None and config.get("scale") == "paper" else {}
@@ -637,7 +685,7 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
                                      if notes else "")
         if bench_text:
             node.source += f"; {bench_text}"
-    return nodes
+    return scale_by_size(nodes)
 
 
 # ------------------------------------------------------------------------------ interpolation between probes
@@ -847,7 +895,8 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
     lines += [
         "## Totals",
         "",
-        f"{len(nodes)} jobs: {modelled} modelled and probed, {bench} from benchmark files or paper-scale evidence, "
+        f"{len(nodes)} jobs: {modelled} modelled and probed, {bench} from benchmark files, paper-scale evidence "
+        "or scaled by size, "
         f"{len(sched['unknown'])} without a time "
         "(counted as 0 s: the figures below are then lower bounds).",
         "",
