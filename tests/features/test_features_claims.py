@@ -256,6 +256,7 @@ def test_negation_claims_of_figures_6_8_and_9(tmp_path):
     assert_fails("features", F.claims_9(bad, CFG), "7-fig9-differences")
     (fig9,) = F.claims_9(good, CFG)
     assert fig9.measured == 1.0 and fig9.paper_value == "65 of 65"
+    assert fig9.seeds == len(SEEDS)  # the scores averaged over every seed: the claim rests on all of them
 
 
 def test_figure_12_claims(tmp_path):
