@@ -432,6 +432,20 @@ def test_estimate_command_on_the_smoke_config(repo, tmp_path, monkeypatch, share
     for n in nodes:
         assert rows_again[n.label].split(" | ")[8] == rows[n.label].split(" | ")[8], n.label
     assert f"device: {label}, torch" in again.read_text() and "0 measured now" in again.read_text()
+    # one figure's jobs from the same cache (--figure): their rows only, with the same times, and the workflow's
+    # limits file is not written over by a partial estimate
+    monkeypatch.chdir(tmp_path)
+    one = tmp_path / "one.md"
+    assert main(["estimate", "--configfile", *files, "--out", str(one), "--cache", str(cache), "--cached-device", label,
+                 "--results", str(results), "--config-dir", str(repo / "config"), "--figure", "fig_scan_snap_4"]) == 0
+    labels = {n.label for n in nodes}
+    rows_one = {line.split(" | ")[0].lstrip("| "): line for line in one.read_text().splitlines()
+                if line.startswith("| ") and " | " in line and line.split(" | ")[0].lstrip("| ") in labels}
+    assert set(rows_one) == {"scan_snap_syn_small"}
+    for job, row in rows_one.items():
+        assert row.split(" | ")[8] == rows[job].split(" | ")[8], job
+    assert "only the jobs of `fig_scan_snap_4` (--figure)" in one.read_text()
+    assert not (tmp_path / "results" / "estimate" / "resources.json").exists()
     # the scheduler limits the workflow reads: one entry per probed job, keyed by rule and settings
     from featlearn.pipeline.sizing import resource_key
 
@@ -674,3 +688,20 @@ def test_a_data_job_without_a_time_is_scaled_by_size_from_its_rule(tmp_path):
     assert "scaled by size" in wt103.source and "data_prepare[name=ptb]" in wt103.source
     assert (wt2.seconds, ptb.seconds) == (20.0, 40.0) and "scaled" not in wt2.source
     assert gpu_job.seconds is None and lonely.seconds is None and modelled.seconds is None
+
+
+def test_the_estimate_of_a_few_figures_holds_only_the_jobs_they_need(repo, tmp_path, monkeypatch):
+    """--figure: the jobs that `snakemake fig_features_3 fig_joma_2` runs (checked against its dry run by hand: the
+    same compute jobs, besides the downloads), no other; a name that is no figure rule of the DAG is an error."""
+    monkeypatch.setenv("FEATLEARN_OFFLINE", "1")
+    config = E.merged_config([str(repo / "config" / "paper.yaml")], repo / "config")
+    results = str(tmp_path / "results")
+    fig3 = {"data_prepare[name=sst]", "data_prepare[name=sstwsub]", "features_extract[dataset=sst]",
+            "features_extract[dataset=sstwsub]", "features_train[job=sst_mv]", "features_train[job=sstwsub_mv]"}
+    assert {n.label for n in E.build_dag(config, results, online=True, figures=["fig_features_3"])} == fig3
+    both = {n.label for n in E.build_dag(config, results, online=True, figures=["fig_features_3", "fig_joma_2"])}
+    assert both == fig3 | {"joma_sim_exp", "joma_sim_softmax"}
+    whole = {n.label for n in E.build_dag(config, results, online=True)}
+    assert both < whole
+    with pytest.raises(ValueError, match="not a figure rule of this config's DAG: fig_features_99"):
+        E.build_dag(config, results, online=True, figures=["fig_features_3", "fig_features_99"])

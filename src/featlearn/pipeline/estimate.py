@@ -180,12 +180,15 @@ def assume_online(status: dict) -> dict:
             if not st.enabled and st.reason.startswith("offline and ") else st for name, st in status.items()}
 
 
-def build_dag(config: dict, results: str = "results", online: bool = False) -> list[Node]:
+def build_dag(config: dict, results: str = "results", online: bool = False,
+              figures: list[str] | None = None) -> list[Node]:
     """The compute jobs of the DAG that ``snakemake`` (rule ``all``) would build under ``config``, each with the
     jobs it depends on. Datasets and checkpoints are resolved as the Snakefile resolves them in a dry run
     (no contact with the model hub: uncached checkpoints are left out, as ``snakemake -n`` leaves them out);
     ``online``: the datasets absent offline are counted as a machine with network access would download them
-    (:func:`assume_online`), their jobs sized by the datasets' documented sizes."""
+    (:func:`assume_online`), their jobs sized by the datasets' documented sizes. ``figures`` (figure rules, e.g.
+    ``fig_features_3``): only the jobs those figures need, as ``snakemake fig_features_3`` would run them; a name
+    that is not a figure rule of this config's DAG is an error."""
     import featlearn.pipeline.workflow as wf
     from featlearn.pipeline.dag import JobIndex, files_of
     from featlearn.pipeline.registry import Paths
@@ -200,7 +203,8 @@ def build_dag(config: dict, results: str = "results", online: bool = False) -> l
         return prepared_on[name] if name in prepared_on else status[name].enabled
 
     # rule all's data summary reads every prepared dataset that is switched on
-    jobs, roots = [], [paths.prepared(name, "stats.json") for name, on in prepared_on.items() if on]
+    jobs, roots = [], [paths.prepared(name, "stats.json") for name, on in prepared_on.items() if on and figures is None]
+    known: set[str] = set()
     allowed = wf.HUB_CONTACT["allowed"]
     wf.HUB_CONTACT["allowed"] = False
     try:
@@ -210,10 +214,19 @@ def build_dag(config: dict, results: str = "results", online: bool = False) -> l
             if not config["papers"][paper]:
                 continue
             for fig in reg.figures:
-                roots += [p for v in fig.inputs.values() for p in files_of(v)]
-            roots += list(reg.job_claims)
+                if figures is None or fig.rule in figures:
+                    roots += [p for v in fig.inputs.values() for p in files_of(v)]
+                    known.add(fig.rule)
+            if figures is None:
+                roots += list(reg.job_claims)
     finally:
         wf.HUB_CONTACT["allowed"] = allowed
+    if figures is not None:
+        unknown = sorted(set(figures) - known)
+        if unknown:
+            raise ValueError(f"not a figure rule of this config's DAG: {', '.join(unknown)} (figure rules are "
+                             "fig_<paper>_<id>, table_<paper>_<id> or check_<paper>_<id>; a figure whose paper or "
+                             "dataset is switched off has none)")
     index = JobIndex(jobs + _data_jobs(paths, prepared_on), paths)
     nodes: dict[str, Node] = {}
 
@@ -839,7 +852,8 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
     lines = [
         "# Cost estimate of the DAG",
         "",
-        f"- config: config/config.yaml{''.join(' + ' + c for c in meta['configfiles'])} (scale `{meta['scale']}`)",
+        f"- config: config/config.yaml{''.join(' + ' + c for c in meta['configfiles'])} (scale `{meta['scale']}`)"
+        + (f"; only the jobs of {', '.join(f'`{f}`' for f in meta['figures'])} (--figure)" if meta.get("figures") else ""),
         (f"- device: {meta['device_name']}, torch {meta['torch']}: its probes in the cache, measured there "
          f"(--cached-device; this machine measured nothing, and its benchmark files time only CPU jobs)"
          if meta.get("cached_device") else
@@ -947,16 +961,17 @@ def resources_table(nodes: list[Node], meta: dict) -> dict:
 def run_estimate(configfiles: list[str], out: str, cache: str, device: str, probe_steps: int, probe_warmup: int,
                  probing: bool, results: str = "results", config_dir: str = "config", max_seconds: float = MAX_PROBE_STEP_SECONDS,
                  threads: int | None = None, resources_out: str | None = None, max_parts: int = 0,
-                 online: bool = False, cached_device: str | None = None) -> dict:
+                 online: bool = False, cached_device: str | None = None, figures: list[str] | None = None) -> dict:
     """Build the DAG of the merged config, estimate every job, write the Markdown to ``out`` and, with
     ``resources_out``, the jobs' scheduler limits (:func:`resources_table`); returns the summary. ``online``: count
-    the jobs of datasets that are absent offline too (:func:`assume_online`)."""
+    the jobs of datasets that are absent offline too (:func:`assume_online`); ``figures``: only the jobs of these
+    figure rules (:func:`build_dag`)."""
     import torch
 
     from featlearn.io import write_text
 
     config = merged_config(configfiles, config_dir)
-    nodes = build_dag(config, results, online)
+    nodes = build_dag(config, results, online, figures)
     prober = Prober(device, cache, probe_steps, probe_warmup, probing, max_seconds, threads=threads, max_parts=max_parts,
                     label=cached_device)
     own_threads = torch.get_num_threads()
@@ -974,7 +989,7 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
             "startup": prober.startup(),
             "load": f"{min(loads):.1f}–{max(loads):.1f}" if loads else "not recorded",
             "threads": f"{prober.threads} (--threads)" if prober.threads else "each job's declared threads",
-            "assume_online": online, "cpus": "/".join(map(str, cpus)) or str(os.cpu_count())}
+            "assume_online": online, "cpus": "/".join(map(str, cpus)) or str(os.cpu_count()), "figures": figures}
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     write_text(out, report(nodes, sched, meta))
     if resources_out:
@@ -990,10 +1005,14 @@ def register(sub) -> None:
         from featlearn.devices import resolve_device
 
         device = "cached" if args.cached_device else resolve_device(args.device)
+        # the workflow reads the whole DAG's limits from the default file: an estimate of a few figures writes it only
+        # when asked to (--resources-out)
+        resources_out = args.resources_out if args.resources_out is not None else (
+            None if args.figure else f"results/{ESTIMATE_RESOURCES}")
         res = run_estimate(args.configfile, args.out, args.cache, device, args.probe_steps, args.probe_warmup, not args.no_probe,
                            results=args.results, config_dir=args.config_dir, max_seconds=args.max_probe_seconds,
-                           threads=args.threads, resources_out=args.resources_out or None, max_parts=args.max_probes_per_job,
-                           online=args.assume_online, cached_device=args.cached_device)
+                           threads=args.threads, resources_out=resources_out or None, max_parts=args.max_probes_per_job,
+                           online=args.assume_online, cached_device=args.cached_device, figures=args.figure)
         print(f"estimate: {res['jobs']} jobs, total {duration(res['total'])}, critical path {duration(res['critical'])}, "
               + ", ".join(f"{g} GPU{'s' if g > 1 else ''} {duration(res['makespan'][g])}" for g in GPU_COUNTS)
               + (f"; {len(res['unknown'])} jobs without a time" if res["unknown"] else "") + f" -> {res['out']}")
@@ -1021,7 +1040,11 @@ def register(sub) -> None:
     p.add_argument("--cached-device", default=None, metavar="NAME",
                    help="the estimate of the device NAME (as the cache names it, e.g. 'NVIDIA H200') from its probes in "
                         "--cache, on any machine: implies --no-probe; of this machine's benchmark files only CPU jobs' are used")
-    p.add_argument("--resources-out", default=f"results/{ESTIMATE_RESOURCES}",
-                   help="per-job runtime and mem_mb from the estimate, which the workflow's resources then use ('' to skip)")
+    p.add_argument("--resources-out", default=None,
+                   help="per-job runtime and mem_mb from the estimate, which the workflow's resources then use "
+                        f"(default results/{ESTIMATE_RESOURCES}, not written with --figure; '' to skip)")
+    p.add_argument("--figure", nargs="+", default=None, metavar="RULE",
+                   help="only the jobs these figure rules need (e.g. fig_features_3 table_joma_1), as snakemake would "
+                        "run them for those targets")
     p.set_defaults(func=run)
 
