@@ -114,6 +114,34 @@ def test_prepared_claims_are_judged_as_claims_csv_judges_them(tmp_path):
     assert claims["4-c"].verdict == "reproduced" and claims["4-c"].seeds_reason == "one model per dataset"
 
 
+def test_a_prerequisite_of_another_figure_of_the_same_run_judges_the_claims(tmp_path):
+    """The checks a figure's claims rest on are found in the claims tables of the run's other figures that hold them
+    (rule figure_evidence reads them): a passed check leaves the claim's verdict, a failed one makes it unchecked, and
+    tables that hold no prerequisite are not read."""
+    part, table6 = tmp_path / "part.csv", tmp_path / "table6.csv"
+    write_claims(part, [check("features", "7-sa-not-pos", "Fig. 6", "x", "m", -1.0, "<", 0.0, "paper", seeds=3),
+                        check("features", "7-sa-not", "Fig. 6", "y", "m", -1.0, "<", 0.0, "paper", seeds=3)])
+    gates = {"7-*-not-pos": ["1-sstwsub-adjective-pos"], "2-imdb-*": ["1-imdb-vocab"]}
+    tables = {"table6.csv": ["1-*-size", "1-*-adjective-*", "1-*-vocab"], "fig8.csv": ["7-cnn-not-pos"]}
+    assert evidence.prerequisite_tables(["7-sa-not-pos", "7-sa-not"], gates, tables) == ["table6.csv"]
+    assert evidence.prerequisite_tables(["7-sa-not"], gates, tables) == []  # no gate applies
+    assert evidence.prerequisite_tables(["2-imdb-*"], gates, tables) == ["table6.csv"]  # patterns on both sides
+
+    def judged(adjectives: float) -> dict:
+        write_claims(table6, [check("features", "1-sstwsub-adjective-pos", "Table 6", "n", "n", adjectives, ">=", 70.0,
+                                    "paper", kind="sanity")])
+        return {c.claim_id: c for c in evidence.figure_claims(part, gates, {}, [table6])}
+
+    passed = judged(73.0)
+    assert passed["7-sa-not-pos"].verdict == "reproduced" and passed["7-sa-not"].verdict == "reproduced"
+    assert set(passed) == {"7-sa-not-pos", "7-sa-not"}  # the prerequisite is read, not copied
+    failed = judged(10.0)
+    assert failed["7-sa-not-pos"].verdict == "unchecked" and "prerequisite 1-sstwsub-adjective-pos failed" in \
+        failed["7-sa-not-pos"].note
+    absent = {c.claim_id: c for c in evidence.figure_claims(part, gates, {})}
+    assert absent["7-sa-not-pos"].verdict == "unchecked" and "belong to another figure" in absent["7-sa-not-pos"].note
+
+
 def test_malformed_evidence_folders_are_named(tmp_path):
     work = _paper_run(tmp_path / "work")
     root = tmp_path / "ev"

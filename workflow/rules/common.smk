@@ -538,6 +538,18 @@ def figure_evidence_inputs(paper, name):
     )
 
 
+def figure_evidence_prerequisites(paper, name):
+    """The claims tables of the paper's other figures that hold the sanity checks a figure's claims rest on (its
+    gates): its prepared evidence judges them on this run's checks, so the run makes those tables too.
+    """
+    figs = [f for f in REGISTERED_FIGURES if f.paper == paper and f.claims]
+    own = [f for f in figs if f.rule == name]
+    others = {f.claims_file(PATHS): list(f.claim_ids) for f in figs if f.rule != name}
+    return featlearn.pipeline.evidence.prerequisite_tables(
+        list(own[0].claim_ids) if own else [], PAPER_GATES[paper], others
+    )
+
+
 def page_manifest(paper):
     """What the results page of ``paper`` lists (figures, their jobs, settings that differ from paper
     scale, what was skipped), as JSON for the rule's command line."""

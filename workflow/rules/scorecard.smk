@@ -117,6 +117,7 @@ rule paper_page:
 rule figure_evidence:
     input:
         files=lambda wc: figure_evidence_inputs(wc.paper, wc.figure),
+        prerequisites=lambda wc: figure_evidence_prerequisites(wc.paper, wc.figure),
         run=RUN_RECORD,
     output:
         f"{RESULTS}/{{paper}}/evidence/{{figure}}.json",
@@ -132,9 +133,13 @@ rule figure_evidence:
         entry=lambda wc: json.dumps(figure_entry(wc.paper, wc.figure), sort_keys=True),
         gates=lambda wc: json.dumps(PAPER_GATES[wc.paper], sort_keys=True),
         few_seeds=lambda wc: json.dumps(PAPER_FEW_SEEDS[wc.paper], sort_keys=True),
+        prerequisites=lambda wc: json.dumps(
+            figure_evidence_prerequisites(wc.paper, wc.figure)
+        ),
     shell:
         "python -m featlearn evidence prepare --paper {wildcards.paper} --entry {params.entry:q}"
         " --gates {params.gates:q} --few-seeds {params.few_seeds:q} --run {input.run}"
+        " --prerequisites {params.prerequisites:q}"
         " --out {output} > {log} 2>&1"
 
 

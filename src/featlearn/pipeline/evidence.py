@@ -257,17 +257,34 @@ def _job_rows(jobs: list[dict], workdir: Path) -> list[dict]:
     return rows
 
 
-def figure_claims(part: str | os.PathLike, gates: dict[str, list[str]], few_seeds: dict[str, str]) -> list[Claim]:
+def _overlap(a: str, b: str) -> bool:
+    """Whether claim ids or id patterns ``a`` and ``b`` can name the same claim (either matches the other)."""
+    from fnmatch import fnmatchcase
+
+    return fnmatchcase(a, b) or fnmatchcase(b, a)
+
+
+def prerequisite_tables(claim_ids: list[str], gates: dict[str, list[str]], tables: dict[str, list[str]]) -> list[str]:
+    """The claims tables, of ``tables`` (claims file -> the claim ids or patterns its figure writes), that hold the
+    sanity checks which the claims ``claim_ids`` of one figure rest on (``gates``: claim id pattern -> the ids of the
+    checks): what rule ``figure_evidence`` reads besides the figure's own table, so that the same run judges them."""
+    needs = {p for pattern, ids in gates.items() if any(_overlap(c, pattern) for c in claim_ids) for p in ids}
+    return sorted(path for path, ids in tables.items() if any(_overlap(n, i) for n in needs for i in ids))
+
+
+def figure_claims(part: str | os.PathLike, gates: dict[str, list[str]], few_seeds: dict[str, str],
+                  prerequisites: list[str | os.PathLike] = ()) -> list[Claim]:
     """A figure's claims as its paper's claims.csv would hold them (rule ``paper_claims``): seed reasons added, and a
-    claim whose prerequisite sanity check failed made unchecked (:func:`featlearn.pipeline.claims.gate`). A figure's
-    evidence is judged on its own rows: a claim whose prerequisite is another figure's check is unchecked here, with
-    that said, rather than judged without it."""
+    claim whose prerequisite sanity check failed made unchecked (:func:`featlearn.pipeline.claims.gate`). The
+    prerequisite checks are looked up in the figure's own rows and in ``prerequisites``, the claims tables of the
+    other figures of the same run that hold them (:func:`prerequisite_tables`); a claim whose prerequisite is in
+    neither is unchecked here, with that said, rather than judged without it."""
     from fnmatch import fnmatchcase
 
     from featlearn.pipeline.claims import gate, unchecked, with_seeds_reason
 
     claims = read_claims(part)
-    by_id = {c.claim_id: c for c in claims}
+    by_id = {c.claim_id: c for table in prerequisites for c in read_claims(table)} | {c.claim_id: c for c in claims}
     out = []
     for c in claims:
         needs = [p for pattern, ids in gates.items() if fnmatchcase(c.claim_id, pattern) for p in ids]
@@ -284,13 +301,14 @@ def figure_claims(part: str | os.PathLike, gates: dict[str, list[str]], few_seed
 
 
 def prepare(paper: str, entry: dict, gates: dict, few_seeds: dict, run_json: str | os.PathLike,
-            out: str | os.PathLike, workdir: str | os.PathLike = ".") -> dict:
+            out: str | os.PathLike, workdir: str | os.PathLike = ".", prerequisites: list[str] = ()) -> dict:
     """What ``evidence add`` copies of one figure of this run (rule ``figure_evidence``): its page entry (drawings,
-    tables, claims table, jobs), its claims as the paper's claims.csv would hold them, where and how long its
-    compute jobs ran, and the run record. Written by the run itself, so a figure can be added from a run of that
-    figure alone."""
+    tables, claims table, jobs), its claims as the paper's claims.csv would hold them (``prerequisites``: the claims
+    tables of this run's other figures that hold the checks they rest on), where and how long its compute jobs ran,
+    and the run record. Written by the run itself, so a figure can be added from a run of that figure alone."""
     workdir = Path(workdir)
-    claims = figure_claims(workdir / entry["claims"], gates, few_seeds) if entry.get("claims") else []
+    claims = figure_claims(workdir / entry["claims"], gates, few_seeds,
+                           [workdir / p for p in prerequisites]) if entry.get("claims") else []
     from dataclasses import asdict
 
     prepared = {"paper": paper, "rule": entry["rule"], "label": entry["label"], "entry": entry,
@@ -374,7 +392,7 @@ def _list(args) -> None:
 
 def _prepare(args) -> None:
     prepared = prepare(args.paper, json.loads(args.entry), json.loads(args.gates), json.loads(args.few_seeds),
-                       args.run, args.out)
+                       args.run, args.out, prerequisites=json.loads(args.prerequisites))
     print(f"evidence: {prepared['rule']} prepared ({len(prepared['claims'])} claims, scale {prepared['run'].get('scale')})")
 
 
@@ -395,6 +413,8 @@ def register(sub) -> None:
     r.add_argument("--entry", required=True, help="JSON: the figure's results-page entry")
     r.add_argument("--gates", default="{}", help="JSON: claim id pattern -> the sanity checks those claims rest on")
     r.add_argument("--few-seeds", default="{}", help="JSON: claim id pattern -> why they rest on fewer than 3 seeds")
+    r.add_argument("--prerequisites", default="[]",
+                   help="JSON list: claims tables of this run's other figures that hold the checks the claims rest on")
     r.add_argument("--run", required=True, help="the run record (results/run.json)")
     r.add_argument("--out", required=True)
     r.set_defaults(func=_prepare)
