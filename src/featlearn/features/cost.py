@@ -12,23 +12,9 @@ import json
 import math
 from pathlib import Path
 
+# the documented sizes of a classification dataset whose prepared files are absent
+from featlearn.pipeline.sizing import DOCUMENTED_CLASSIFICATION as DOCUMENTED
 from featlearn.pipeline.estimate import FLOAT32, Cost, Node, Part, lm_cost, probe
-
-
-# Documented sizes of a classification dataset whose prepared files are absent (estimate --assume-online):
-# splits and vocabulary as featlearn.data.registry expects them (AG News: Zhang, Zhao, LeCun 2015's 120,000 train
-# rows less this project's 10,000 dev rows, 7,600 test, 4 classes), and the mean length in words of the title +
-# description of the test split (37.7 over its 7,600 rows, measured with featlearn.data.parsers.read_ag_news_csv;
-# the train split is assumed alike [D]). SST (phrases: sstwsub), IMDB: the train split's mean length in words and the
-# vocabulary of this project's prepared files (featlearn.features.experiments.load_splits at the default settings,
-# no cap; IMDB from the data mirror's rebuild, see docs/data.md), so an estimate on a machine without the data (a
-# GPU machine without network access) still sizes their jobs. With ``max_len`` the mean is capped at it, an overestimate [D].
-DOCUMENTED = {
-    "ag_news": {"mean_length": 37.7, "n_classes": 4},
-    "sst": {"mean_length": 17.57, "n_classes": 2, "vocab": 16176},
-    "sstwsub": {"mean_length": 7.17, "n_classes": 2, "vocab": 17226},
-    "imdb": {"mean_length": 235.35, "n_classes": 2, "vocab": 101706},
-}
 
 
 def documented_data(cfg: dict) -> dict | None:

@@ -594,9 +594,9 @@ def documented_words(dataset: str) -> float | None:
     """Words in the train split of ``dataset`` as documented, a measure of a data job's size that needs no file: a
     language-modelling dataset's train tokens (``featlearn.pipeline.sizing.TRAIN_TOKENS``, else the expected sizes
     of ``featlearn.data.registry``), a classification dataset's train items x its documented mean length in words
-    (``featlearn.features.cost.DOCUMENTED``); None where neither is documented."""
+    (``featlearn.pipeline.sizing.DOCUMENTED_CLASSIFICATION``); None where neither is documented."""
     from featlearn.data.registry import PREPARED
-    from featlearn.features.cost import DOCUMENTED
+    from featlearn.pipeline.sizing import DOCUMENTED_CLASSIFICATION as DOCUMENTED
     from featlearn.pipeline.sizing import TRAIN_TOKENS
 
     prep = PREPARED.get(dataset)

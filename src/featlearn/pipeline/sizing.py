@@ -25,6 +25,21 @@ TRAIN_TOKENS = {"wikitext2": 2_088_628, "wikitext103": 103_227_021}
 # Validation tokens, counted the same way: WikiText-103 shares WikiText-2's validation articles (Merity et al.
 # 2016, Table 1: 217,646 tokens in both); the estimate sizes a whole-split evaluation by them without stats.json.
 VALID_TOKENS = {"wikitext2": 217_646, "wikitext103": 217_646}
+# Documented sizes of a classification dataset whose prepared files are absent (python -m featlearn estimate
+# --assume-online: featlearn.features.cost sizes its jobs by them, the estimate its data jobs):
+# splits and vocabulary as featlearn.data.registry expects them (AG News: Zhang, Zhao, LeCun 2015's 120,000 train
+# rows less this project's 10,000 dev rows, 7,600 test, 4 classes), and the mean length in words of the title +
+# description of the test split (37.7 over its 7,600 rows, measured with featlearn.data.parsers.read_ag_news_csv;
+# the train split is assumed alike [D]). SST (phrases: sstwsub), IMDB: the train split's mean length in words and the
+# vocabulary of this project's prepared files (featlearn.features.experiments.load_splits at the default settings,
+# no cap; IMDB from the data mirror's rebuild, see docs/data.md), so an estimate on a machine without the data (a
+# GPU machine without network access) still sizes their jobs. With ``max_len`` the mean is capped at it, an overestimate [D].
+DOCUMENTED_CLASSIFICATION = {
+    "ag_news": {"mean_length": 37.7, "n_classes": 4},
+    "sst": {"mean_length": 17.57, "n_classes": 2, "vocab": 16176},
+    "sstwsub": {"mean_length": 7.17, "n_classes": 2, "vocab": 17226},
+    "imdb": {"mean_length": 235.35, "n_classes": 2, "vocab": 101706},
+}
 # GPT-2 BPE tokens per word-level token, measured on WikiText-2 train (2,448,382 / 2,088,628), applied to both.
 BPE_PER_WORD = 2_448_382 / 2_088_628
 
