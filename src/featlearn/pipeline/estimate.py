@@ -875,8 +875,10 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
         "and the training code; FLOPs and memory from the formula in each section (float32 unless stated); "
         "s/step measured on this device by a short probe of the real model at the job's shape (a range when "
         "the job trains several shapes); time = start-up + steps x s/step x (1 + evaluation share). Jobs without a model "
-        "show the wall time of their Snakemake benchmark file when there is one (labelled) and count as 0 s "
-        "otherwise. Times of GPU jobs are this device's: on a CPU they are CPU times.",
+        "take the wall time of their Snakemake benchmark file from a run at this scale, else (a CPU job at the paper "
+        "scale) the committed paper-scale evidence's, else (a data job) a time scaled by their dataset's documented "
+        "size from the same rule's timed jobs; each says which, and one without any counts as 0 s. Times of GPU jobs "
+        "are this device's: on a CPU they are CPU times.",
         "",
     ]
     by_paper: dict[str, list[Node]] = {}
