@@ -596,8 +596,7 @@ def documented_words(dataset: str) -> float | None:
     of ``featlearn.data.registry``), a classification dataset's train items x its documented mean length in words
     (``featlearn.pipeline.sizing.DOCUMENTED_CLASSIFICATION``); None where neither is documented."""
     from featlearn.data.registry import PREPARED
-    from featlearn.pipeline.sizing import DOCUMENTED_CLASSIFICATION as DOCUMENTED
-    from featlearn.pipeline.sizing import TRAIN_TOKENS
+    from featlearn.pipeline.sizing import DOCUMENTED_CLASSIFICATION as DOCUMENTED, TRAIN_TOKENS
 
     prep = PREPARED.get(dataset)
     if prep is None:
