@@ -111,6 +111,11 @@ def test_features_cost_of_the_synthetic_job(repo, tmp_path, monkeypatch):
     assert n <= st["batch"] * st["bucket_pool"]  # one pool: ceil(n / batch) minibatches an epoch
     assert cost.steps == st["epochs"] * -(-n // st["batch"]) == 2 * 4  # smoke: 2 epochs of 200 instances, batch 64
     assert cost.eval_share == pytest.approx((len(rows["dev"]) + len(rows["test"])) * (st["epochs"] + 1) / 3 / (n * st["epochs"]))
+    # a probe step is as long as the job's steps are padded to on average (its seeds' batches padded together)
+    padded = features_cost.step_lengths(tuple(max(1, len(t.split())) for _, t in rows["train"]), st["batch"],
+                                        st["bucket_pool"], tuple(sorted(set(cfg["seeds"]))), False)
+    assert cost.parts[0].probe.shape["length"] == round(sum(padded) / len(padded))
+    assert "padded per step to" in cost.note
     # no prepared SST files here: the documented sizes (a machine without the data, e.g. a lent GPU), and without
     # them the cost model says what is missing
     sst = _node("features_train", job_settings(config["features"]["cls"], "sst_mlp", 1))
@@ -119,6 +124,46 @@ def test_features_cost_of_the_synthetic_job(repo, tmp_path, monkeypatch):
     monkeypatch.delitem(features_cost.DOCUMENTED, "sst")
     with pytest.raises(ValueError, match="prepared sst splits not found"):
         features_cost.train_cost(sst, results=str(tmp_path))
+
+
+def test_features_step_lengths_known_values():
+    """A step pads to the longest instance of every seed's batch: with length-sorted pools one seed's batches are
+    all short or all long, while three seeds draw their own and a step is short only when all three are."""
+    lengths = (1,) * 320 + (20,) * 320  # 10 batches of 64 in one pool of 10: 5 of length 1, 5 of length 20
+    one = features_cost.step_lengths(lengths, 64, 10, (1,), False)
+    assert sorted(one) == [1] * 5 + [20] * 5
+    three = features_cost.step_lengths(lengths, 64, 10, (1, 2, 3), False)
+    assert len(three) == 10 and set(three) <= {1, 20} and sum(three) / 10 > sum(one) / 10
+    assert features_cost.step_lengths((5,) * 200, 64, 0, (1, 2), False) == (5,) * 4
+    # with CUDA graphs a step pads further, to a multiple of 8 (below 128)
+    assert set(features_cost.step_lengths(lengths, 64, 10, (1, 2, 3), True)) <= {8, 24}
+
+
+def test_features_step_lengths_are_the_training_loops(monkeypatch):
+    """The estimate's padded lengths are those the training loop pads its steps to (two seeds drawing their own
+    batches from length-sorted pools), read off the tokens its forward pass gets."""
+    import torch
+
+    from featlearn.features import train as T
+
+    gen = torch.Generator().manual_seed(3)
+    lengths = torch.randint(1, 30, (300,), generator=gen)
+    offsets = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)])
+    enc = T.Encoded(torch.randint(2, 50, (int(offsets[-1]),), generator=gen), offsets, torch.randint(2, (300,), generator=gen))
+    seen = []
+    forward = T.forward
+
+    def spy(spec, params, toks, *args, **kwargs):
+        seen.append(toks.shape[-1])
+        return forward(spec, params, toks, *args, **kwargs)
+
+    monkeypatch.setattr(T, "forward", spy)
+    st = T.Settings(kind="mlp", epochs=1, batch=16, optimizer="adagrad", dropout=0.0, d=8, kernel=3, ffn=8,
+                    sa_variant="paper", mv_bos=False, device="cpu", dtype="float32", threads=0, lr=1e-3, sigma_e=1.0,
+                    sigma_w=1.0, sigma_h=1.0, bucket_pool=4, max_len=0, eval_batch=64, cuda_graphs=False)
+    T.train(st, [T.Run(seed=1), T.Run(seed=2)], {"train": enc}, 50, T.Probes(), progress=False)
+    expected = features_cost.step_lengths(tuple(lengths.tolist()), 16, 4, (1, 2), False)
+    assert len(seen) == len(expected) and tuple(seen) == expected
 
 
 def test_features_probes_draw_token_ids_as_text_has_them():
@@ -445,6 +490,12 @@ def test_estimate_command_on_the_smoke_config(repo, tmp_path, monkeypatch, share
     for job, row in rows_one.items():
         assert row.split(" | ")[8] == rows[job].split(" | ")[8], job
     assert "only the jobs of `fig_scan_snap_4` (--figure)" in one.read_text()
+    assert not (tmp_path / "results" / "estimate" / "resources.json").exists()
+    # the whole DAG's estimate writes the limits where the workflow of its results folder reads them
+    elsewhere = tmp_path / "elsewhere"
+    assert main(["estimate", "--configfile", *files, "--out", str(one), "--cache", str(cache), "--cached-device", label,
+                 "--results", str(elsewhere), "--config-dir", str(repo / "config")]) == 0
+    assert json.loads((elsewhere / "estimate" / "resources.json").read_text())["jobs"]
     assert not (tmp_path / "results" / "estimate" / "resources.json").exists()
     # the scheduler limits the workflow reads: one entry per probed job, keyed by rule and settings
     from featlearn.pipeline.sizing import resource_key

@@ -68,9 +68,27 @@ def _features_data(cfg_json: str, results: str) -> dict | None:
 
     train = lengths("train")
     labels = {y for r in rows.values() for y, _ in r}
-    return {"n_train": len(train), "mean_length": sum(train) / max(len(train), 1),
+    return {"n_train": len(train), "mean_length": sum(train) / max(len(train), 1), "train_lengths": tuple(train),
             "eval_instances": len(lengths("dev")) + len(lengths("test")), "vocab": len(vocab),
             "n_classes": max(max(labels) + 1, 2)}
+
+
+@functools.lru_cache(maxsize=32)
+def step_lengths(lengths: tuple[int, ...], batch: int, pool: int, seeds: tuple[int, ...], graphs: bool) -> tuple[int, ...]:
+    """The length every step of a job's first epoch pads its tokens to, as ``featlearn.features.train.train`` pads
+    them: each distinct seed draws its own batches (``epoch_batches`` from that seed's data generator), and a step
+    pads the batches of all seeds together to their longest instance (with CUDA graphs, further to
+    ``padded_length``). With several seeds that is the longest of several length buckets: on SSTwsub (mean 7.2 words,
+    batch 64, pools of 50 batches) a step of one seed is 7.7 tokens long on average, one of three seeds 14.6."""
+    import torch
+
+    from featlearn.features.train import epoch_batches, padded_length
+    from featlearn.seeding import derived_seed
+
+    lens = torch.tensor(lengths, dtype=torch.long)
+    plans = [epoch_batches(lens, batch, pool, torch.Generator().manual_seed(derived_seed(s, 11))) for s in seeds]
+    longest = torch.stack([torch.stack([lens[i].max() for i in plan]) for plan in plans]).amax(0).tolist()
+    return tuple(padded_length(n) if graphs else n for n in longest)
 
 
 def batches_per_epoch(n: int, batch: int, pool: int) -> int:
@@ -83,8 +101,9 @@ def batches_per_epoch(n: int, batch: int, pool: int) -> int:
 
 def train_cost(node: Node, results: str = "results") -> Cost:
     """features_train: every activation x sigma_v x seed of the job in one batched model (R runs), epochs x
-    minibatches steps. FLOPs per step = 6 x P_ne x batch x mean length x R (each non-embedding weight used once
-    per token [D: an approximation of the per-kind models]); memory = 4 B x R (3 P + 8 batch x length x d)."""
+    minibatches steps. FLOPs per step = 6 x P_ne x batch x L x R (each non-embedding weight used once per token
+    [D: an approximation of the per-kind models]), L the mean padded length of a step (:func:`step_lengths`);
+    memory = 4 B x R (3 P + 8 batch x L_max x d), L_max the longest step."""
     from featlearn.features.models import InitScales, init_params
     from featlearn.features.train import Settings, _spec
 
@@ -98,8 +117,19 @@ def train_cost(node: Node, results: str = "results") -> Cost:
     params = init_params(spec, [1], [0.1], InitScales(st.sigma_e, st.sigma_w, st.sigma_h))
     P = sum(p.numel() for p in params.values())
     P_ne = sum(p.numel() for k, p in params.items() if k != "E")
-    L = max(1, round(data["mean_length"]))
     steps = st.epochs * batches_per_epoch(data["n_train"], st.batch, st.bucket_pool)
+    # a step's length: its padded length as the job pads it, averaged over the first epoch's steps (the prepared
+    # lengths); from documented sizes only the mean length is known, which is lower
+    if data.get("train_lengths"):
+        padded = step_lengths(data["train_lengths"], st.batch, st.bucket_pool, tuple(sorted(set(cfg["seeds"]))),
+                              bool(st.cuda_graphs))
+        mean_padded, L_max = sum(padded) / len(padded), max(padded)
+        n_seeds = len(set(cfg["seeds"]))
+        lengths_note = (f", padded per step to {mean_padded:.1f} on average (longest {L_max}; "
+                        + (f"{n_seeds} seeds draw their own batches)" if n_seeds > 1 else "one seed)"))
+    else:
+        mean_padded, L_max, lengths_note = data["mean_length"], max(1, round(data["mean_length"])), ""
+    L = max(1, round(mean_padded))
     slots = 2 if st.optimizer == "adam" else 1 if st.optimizer == "adagrad" else 0
     shape = {"kind": st.kind, "d": st.d, "ffn": st.ffn, "kernel": st.kernel, "sa_variant": st.sa_variant, "mv_bos": st.mv_bos,
              "optimizer": st.optimizer, "activations": list(cfg["activations"]), "sigma_v": len(cfg["sigma_v"]),
@@ -109,12 +139,14 @@ def train_cost(node: Node, results: str = "results") -> Cost:
         shape["cuda_graphs"] = True
     eval_share = data["eval_instances"] * (st.epochs + 1) / 3 / max(data["n_train"] * st.epochs, 1)
     return Cost([Part(probe("features", shape, "runs", node.threads, f"{__name__}:train_probe"), steps, R,
-                      6 * P_ne * st.batch * L * R, FLOAT32 * R * ((2 + slots) * P + 8 * st.batch * L * st.d))],
+                      6 * P_ne * st.batch * L * R, FLOAT32 * R * ((2 + slots) * P + 8 * st.batch * L_max * st.d))],
                 eval_share, f"dev + test ({data['eval_instances']} instances) forward after every epoch and at epoch 0 "
                 "(1/3 of a training pass) [D]",
-                "FLOPs = 6 P_ne B L R per step; memory = 4 B x R ((2 + slots) P + 8 B L d) [D]",
-                f"{data['n_train']} train instances of mean length {data['mean_length']:.1f}, vocab {data['vocab']}"
-                + (" (documented sizes: the prepared splits are absent)" if data.get("documented") else ""))
+                "FLOPs = 6 P_ne B L R per step, L the mean padded length of a step; "
+                "memory = 4 B x R ((2 + slots) P + 8 B L_max d), L_max the longest [D]",
+                f"{data['n_train']} train instances of mean length {data['mean_length']:.1f}{lengths_note}, vocab {data['vocab']}"
+                + (" (documented sizes: the prepared splits are absent; a step at the mean length, not the job's "
+                   "longer padded one)" if data.get("documented") else ""))
 
 
 def zipf_ids(n: int, vocab: int, low: int, generator):
@@ -128,7 +160,8 @@ def zipf_ids(n: int, vocab: int, low: int, generator):
 
 def train_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
     """``featlearn.features.train.train`` of ``dim_value`` runs for one epoch over ``batch x steps`` random instances
-    of the job's mean length (no dev/test split and no probe units: their share is the stated evaluation share).
+    of the shape's length, the mean length the job's steps are padded to (no dev/test split and no probe units:
+    their share is the stated evaluation share).
     Their token ids follow Zipf's law (the shape's ``ids``, which keeps older probes out of the cache; uniform ids,
     the probe before, touch far more rows of the embedding table per step and made an SST MLP step 1.8x slower on a
     CPU than the job's own, on real text).
@@ -146,7 +179,8 @@ def train_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: in
     runs = [Run(seed=1 + i % n_seeds, activation=acts[i // (n_sv * n_seeds) % len(acts)], sigma_v=0.1 * (1 + i // n_seeds % n_sv))
             for i in range(dim_value)]
     # what the shape leaves out does not change a step's cost: any learning rate and initial scale, no bucketing
-    # (the instances all have the job's mean length), no truncation, no evaluation batches (no dev or test split)
+    # (the instances all have the length the job's steps are padded to on average), no truncation, no evaluation
+    # batches (no dev or test split)
     st = Settings(kind=shape["kind"], epochs=1, batch=shape["batch"], optimizer=shape["optimizer"], dropout=shape["dropout"],
                   d=shape["d"], kernel=shape["kernel"], ffn=shape["ffn"], sa_variant=shape["sa_variant"], mv_bos=shape["mv_bos"],
                   device=device, dtype=shape["dtype"], threads=0, lr=1e-3, sigma_e=1.0, sigma_w=1.0, sigma_h=1.0,

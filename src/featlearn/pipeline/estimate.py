@@ -1006,10 +1006,10 @@ def register(sub) -> None:
         from featlearn.devices import resolve_device
 
         device = "cached" if args.cached_device else resolve_device(args.device)
-        # the workflow reads the whole DAG's limits from the default file: an estimate of a few figures writes it only
-        # when asked to (--resources-out)
+        # the workflow reads the whole DAG's limits from its results folder's file: an estimate of a few figures
+        # writes it only when asked to (--resources-out)
         resources_out = args.resources_out if args.resources_out is not None else (
-            None if args.figure else f"results/{ESTIMATE_RESOURCES}")
+            None if args.figure else f"{args.results}/{ESTIMATE_RESOURCES}")
         res = run_estimate(args.configfile, args.out, args.cache, device, args.probe_steps, args.probe_warmup, not args.no_probe,
                            results=args.results, config_dir=args.config_dir, max_seconds=args.max_probe_seconds,
                            threads=args.threads, resources_out=resources_out or None, max_parts=args.max_probes_per_job,
@@ -1043,7 +1043,8 @@ def register(sub) -> None:
                         "--cache, on any machine: implies --no-probe; of this machine's benchmark files only CPU jobs' are used")
     p.add_argument("--resources-out", default=None,
                    help="per-job runtime and mem_mb from the estimate, which the workflow's resources then use "
-                        f"(default results/{ESTIMATE_RESOURCES}, not written with --figure; '' to skip)")
+                        f"(default <--results>/{ESTIMATE_RESOURCES}, where the workflow of that results folder reads "
+                        "them; not written with --figure; '' to skip)")
     p.add_argument("--figure", nargs="+", default=None, metavar="RULE",
                    help="only the jobs these figure rules need (e.g. fig_features_3 table_joma_1), as snakemake would "
                         "run them for those targets")
