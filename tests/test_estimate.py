@@ -359,6 +359,23 @@ def test_a_node_carries_its_jobs_precision(repo, tmp_path):
     assert of_job("bf16", "tf32", False) == "fp32"
 
 
+def test_fast_probe_steps_are_timed_long_enough(tmp_path):
+    """Steps of 10 ms timed 3 at a time (30 ms, within the noise of a training's set-up) are timed again over
+    0.5 s (50 steps); a step of 0.5 s is timed once; a probe that measured nothing gets the most steps."""
+    seen = []
+
+    def fake(per_step):
+        def run(shape, dim, device, steps, warmup):
+            seen.append(steps)
+            return {"seconds_per_step": per_step}
+        return run
+
+    prober = E.Prober("cpu", tmp_path / "c.json", probes={"fast": fake(0.01), "slow": fake(0.5), "zero": fake(0.0)})
+    assert prober.get("rule", E.probe("fast", {"runs": 1}, "runs"))["steps"] == 50 and seen == [3, 50]
+    assert prober.get("rule", E.probe("slow", {"runs": 1}, "runs"))["steps"] == 3 and seen == [3, 50, 3]
+    assert prober.get("rule", E.probe("zero", {"runs": 1}, "runs"))["steps"] == E.MAX_PROBE_STEPS
+
+
 def test_slow_probe_runs_reduced_and_extrapolates_linearly(tmp_path):
     """A step of 1 + 0.5 x runs seconds: the pilot (1 run, 1.5 s) predicts 15 s for 10 runs, over the 3 s limit,
     so the probe runs 2 runs and extrapolates through both points to the exact 6 s."""
@@ -562,7 +579,7 @@ def test_a_job_with_many_groups_is_probed_at_a_few_and_interpolated(tmp_path):
                             "runs"), steps=10, runs=4, flops_per_step=1e8 * (i + 1)) for i in range(20)]
     prober = E.Prober("cpu", tmp_path / "c.json", probes={"sweep": fake}, max_parts=4)
     recs = E.probe_parts("templates_sweep", parts, prober)
-    assert len(calls) == 4 and 0 in calls and 19 in calls
+    assert len(set(calls)) == 4 and 0 in calls and 19 in calls  # (each timed twice: its steps are fast)
     assert sum(1 for r in recs if r.get("interpolated")) == 16
     for part, rec in zip(parts, recs):
         assert rec["seconds_per_step"] == pytest.approx(0.004 + 2e-11 * part.flops_per_step, rel=1e-6)

@@ -31,6 +31,7 @@ import dataclasses
 import datetime
 import importlib
 import json
+import math
 import os
 import platform
 import statistics
@@ -56,6 +57,12 @@ FLOAT64 = 8
 MAX_PROBE_STEP_SECONDS = 5.0
 # FLOPs per step above which the pilot is run first (below it a step takes milliseconds on any device) [D].
 PILOT_FLOPS = 2e9
+# A probe whose timed steps took less than this in all is timed again over enough steps to take it (at most
+# MAX_PROBE_STEPS): a features probe is the difference of two trainings' times, whose set-up varies by tens of
+# milliseconds, so 3 steps of 10 ms measured 9.5-15.9 ms on one shape where 50 steps gave 15.0-16.5 (2 CPUs,
+# 2026-11-28) [D].
+MIN_TIMED_SECONDS = 0.5
+MAX_PROBE_STEPS = 500
 # Part of every cache key: raise it when a probe's method changes, so that older records are not reused.
 PROBE_VERSION = 1
 # Distinct probes measured per job by default; the rest of a larger job are interpolated (probe_parts).
@@ -435,14 +442,19 @@ class Prober:
                     pilot = fn(shape, 1, self.device, min(2, self.steps), min(1, self.warmup))["seconds_per_step"]
                     if pilot * full > self.max_seconds:
                         use = max(2, min(full, int(self.max_seconds / pilot)))
-                out = fn(shape, use, self.device, self.steps, self.warmup)
+                steps = self.steps
+                out = fn(shape, use, self.device, steps, self.warmup)
+                if out["seconds_per_step"] * steps < MIN_TIMED_SECONDS:  # fast steps: time enough of them
+                    per = max(out["seconds_per_step"], MIN_TIMED_SECONDS / MAX_PROBE_STEPS)
+                    steps = max(steps + 1, min(MAX_PROBE_STEPS, math.ceil(MIN_TIMED_SECONDS / per)))
+                    out = fn(shape, use, self.device, steps, self.warmup)
         except Exception as exc:  # out of memory above all: the table says it was not measured, and why
             text = str(exc).splitlines()[0][:120] if str(exc) else ""
             msg = "out of memory" if "out of memory" in str(exc).lower() else f"{type(exc).__name__}: {text}"
             self.log(f"probe {p.kind} {p.dim}={use}/{full} failed: {msg} ({p.shape_json[:160]})")
             return {"error": msg, "steps": self.steps, "warmup": self.warmup}
         t = out["seconds_per_step"]
-        rec = {"measured_dim": use, "full_dim": full, "dim": p.dim, "steps": self.steps, "warmup": self.warmup,
+        rec = {"measured_dim": use, "full_dim": full, "dim": p.dim, "steps": steps, "warmup": self.warmup,
                "load_average": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
         if use == full:
             rec["seconds_per_step"] = t
