@@ -111,10 +111,14 @@ def test_features_cost_of_the_synthetic_job(repo, tmp_path, monkeypatch):
     assert n <= st["batch"] * st["bucket_pool"]  # one pool: ceil(n / batch) minibatches an epoch
     assert cost.steps == st["epochs"] * -(-n // st["batch"]) == 2 * 4  # smoke: 2 epochs of 200 instances, batch 64
     assert cost.eval_share == pytest.approx((len(rows["dev"]) + len(rows["test"])) * (st["epochs"] + 1) / 3 / (n * st["epochs"]))
-    # a probe step is as long as the job's steps are padded to on average (its seeds' batches padded together)
-    padded = features_cost.step_lengths(tuple(max(1, len(t.split())) for _, t in rows["train"]), st["batch"],
-                                        st["bucket_pool"], tuple(sorted(set(cfg["seeds"]))), False)
-    assert cost.parts[0].probe.shape["length"] == round(sum(padded) / len(padded))
+    # a probe step is as long as the job's steps are padded to on average (its seeds' batches padded together),
+    # its instances as long as the job's on average
+    words = [max(1, len(t.split())) for _, t in rows["train"]]
+    padded = features_cost.step_lengths(tuple(words), st["batch"], st["bucket_pool"], tuple(sorted(set(cfg["seeds"]))),
+                                        False)
+    shape = cost.parts[0].probe.shape
+    assert shape["length"] == round(sum(words) / len(words))
+    assert shape.get("padded_length", shape["length"]) == round(sum(padded) / len(padded)) >= shape["length"]
     assert "padded per step to" in cost.note
     # no prepared SST files here: the documented sizes (a machine without the data, e.g. a lent GPU), and without
     # them the cost model says what is missing
@@ -164,6 +168,28 @@ def test_features_step_lengths_are_the_training_loops(monkeypatch):
     T.train(st, [T.Run(seed=1), T.Run(seed=2)], {"train": enc}, 50, T.Probes(), progress=False)
     expected = features_cost.step_lengths(tuple(lengths.tolist()), 16, 4, (1, 2), False)
     assert len(seen) == len(expected) and tuple(seen) == expected
+
+
+def test_the_features_probe_pads_its_instances_as_the_job_pads_its_steps(monkeypatch):
+    """The probe's instances hold the job's mean length in words and pad tokens up to its mean padded length: the
+    training gets steps of the padded length whose pad positions hold the pad id, as the job's do."""
+    from featlearn.features import train as T
+
+    seen = []
+    real_train = T.train
+
+    def spy(settings, runs, splits, *args, **kwargs):
+        enc = splits["train"]
+        seen.append((enc.lengths.unique().tolist(), (enc.ids.view(len(enc), -1)[:, 7:] == T.PAD_ID).all().item(),
+                     (enc.ids.view(len(enc), -1)[:, :7] >= 2).all().item()))
+        return real_train(settings, runs, splits, *args, **kwargs)
+
+    monkeypatch.setattr(T, "train", spy)
+    shape = {"kind": "mlp", "d": 8, "ffn": 8, "kernel": 3, "sa_variant": "paper", "mv_bos": False, "optimizer": "adagrad",
+             "activations": ["relu"], "sigma_v": 1, "seeds": 1, "runs": 1, "batch": 4, "length": 7, "padded_length": 15,
+             "vocab": 100, "n_classes": 2, "dropout": 0.0, "dtype": "float32", "ids": "zipf"}
+    assert features_cost.train_probe(shape, 1, "cpu", 2, 1)["seconds_per_step"] >= 0
+    assert seen and all(s == ([15], True, True) for s in seen)
 
 
 def test_features_probes_draw_token_ids_as_text_has_them():

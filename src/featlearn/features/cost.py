@@ -130,11 +130,14 @@ def train_cost(node: Node, results: str = "results") -> Cost:
     else:
         mean_padded, L_max, lengths_note = data["mean_length"], max(1, round(data["mean_length"])), ""
     L = max(1, round(mean_padded))
+    real = max(1, round(data["mean_length"]))
     slots = 2 if st.optimizer == "adam" else 1 if st.optimizer == "adagrad" else 0
     shape = {"kind": st.kind, "d": st.d, "ffn": st.ffn, "kernel": st.kernel, "sa_variant": st.sa_variant, "mv_bos": st.mv_bos,
              "optimizer": st.optimizer, "activations": list(cfg["activations"]), "sigma_v": len(cfg["sigma_v"]),
-             "seeds": len(cfg["seeds"]), "runs": R, "batch": st.batch, "length": L,
+             "seeds": len(cfg["seeds"]), "runs": R, "batch": st.batch, "length": real,
              "vocab": data["vocab"], "n_classes": data["n_classes"], "dropout": st.dropout, "dtype": st.dtype, "ids": "zipf"}
+    if L > real:  # (absent when the steps are not padded beyond the mean length: earlier probes stay valid)
+        shape["padded_length"] = L
     if st.cuda_graphs:  # (absent from the shape when off: earlier probes stay valid)
         shape["cuda_graphs"] = True
     eval_share = data["eval_instances"] * (st.epochs + 1) / 3 / max(data["n_train"] * st.epochs, 1)
@@ -160,8 +163,10 @@ def zipf_ids(n: int, vocab: int, low: int, generator):
 
 def train_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
     """``featlearn.features.train.train`` of ``dim_value`` runs for one epoch over ``batch x steps`` random instances
-    of the shape's length, the mean length the job's steps are padded to (no dev/test split and no probe units:
-    their share is the stated evaluation share).
+    of the job's mean length in words, followed by pad tokens up to the length the job's steps are padded to on
+    average (the shape's ``padded_length``, :func:`step_lengths`): a step computes over as many positions as the
+    job's and updates as many embedding rows (the job's padded positions hold the pad token too). No dev/test split
+    and no probe units: their share is the stated evaluation share.
     Their token ids follow Zipf's law (the shape's ``ids``, which keeps older probes out of the cache; uniform ids,
     the probe before, touch far more rows of the embedding table per step and made an SST MLP step 1.8x slower on a
     CPU than the job's own, on real text).
@@ -172,15 +177,15 @@ def train_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: in
     import torch
 
     from featlearn.cudagraphs import GraphedSteps, captured
-    from featlearn.features.train import Encoded, Probes, Run, Settings, train
+    from featlearn.features.train import PAD_ID, Encoded, Probes, Run, Settings, train
 
     # the job's order, activations x sigma_v x seeds (``job_runs``): each distinct seed draws its own batches
     acts, n_sv, n_seeds = shape["activations"], shape["sigma_v"], shape["seeds"]
     runs = [Run(seed=1 + i % n_seeds, activation=acts[i // (n_sv * n_seeds) % len(acts)], sigma_v=0.1 * (1 + i // n_seeds % n_sv))
             for i in range(dim_value)]
     # what the shape leaves out does not change a step's cost: any learning rate and initial scale, no bucketing
-    # (the instances all have the length the job's steps are padded to on average), no truncation, no evaluation
-    # batches (no dev or test split)
+    # (every instance is as long as the job's steps on average), no truncation, no evaluation batches (no dev or
+    # test split)
     st = Settings(kind=shape["kind"], epochs=1, batch=shape["batch"], optimizer=shape["optimizer"], dropout=shape["dropout"],
                   d=shape["d"], kernel=shape["kernel"], ffn=shape["ffn"], sa_variant=shape["sa_variant"], mv_bos=shape["mv_bos"],
                   device=device, dtype=shape["dtype"], threads=0, lr=1e-3, sigma_e=1.0, sigma_w=1.0, sigma_h=1.0,
@@ -188,9 +193,10 @@ def train_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: in
     gen = torch.Generator().manual_seed(0)
 
     def split(n: int) -> dict:
-        L = shape["length"]
-        ids = zipf_ids(n * L, shape["vocab"], 2, gen)
-        return {"train": Encoded(ids, torch.arange(n + 1) * L, torch.randint(shape["n_classes"], (n,), generator=gen))}
+        L, padded = shape["length"], shape.get("padded_length", shape["length"])
+        ids = zipf_ids(n * L, shape["vocab"], 2, gen).view(n, L)
+        ids = torch.cat([ids, torch.full((n, padded - L), PAD_ID)], 1).reshape(-1)
+        return {"train": Encoded(ids, torch.arange(n + 1) * padded, torch.randint(shape["n_classes"], (n,), generator=gen))}
 
     def fit(n_steps: int) -> float:
         return train(st, runs, split(shape["batch"] * n_steps), shape["vocab"], Probes(), n_classes=shape["n_classes"],
