@@ -113,9 +113,11 @@ def test_features_cost_of_the_synthetic_job(repo, tmp_path, monkeypatch):
     assert cost.eval_share == pytest.approx((len(rows["dev"]) + len(rows["test"])) * (st["epochs"] + 1) / 3 / (n * st["epochs"]))
     # a probe step is as long as the job's steps are padded to on average (its seeds' batches padded together),
     # its instances as long as the job's on average
+    from featlearn.pipeline.sizing import length_quantiles, lengths_from_quantiles
+
     words = [max(1, len(t.split())) for _, t in rows["train"]]
-    padded = features_cost.step_lengths(tuple(words), st["batch"], st["bucket_pool"], tuple(sorted(set(cfg["seeds"]))),
-                                        False)
+    padded = features_cost.step_lengths(lengths_from_quantiles(length_quantiles(words), n), st["batch"],
+                                        st["bucket_pool"], tuple(sorted(set(cfg["seeds"]))), False)
     shape = cost.parts[0].probe.shape
     assert shape["length"] == round(sum(words) / len(words))
     assert shape.get("padded_length", shape["length"]) == round(sum(padded) / len(padded)) >= shape["length"]
@@ -141,6 +143,29 @@ def test_features_step_lengths_known_values():
     assert features_cost.step_lengths((5,) * 200, 64, 0, (1, 2), False) == (5,) * 4
     # with CUDA graphs a step pads further, to a multiple of 8 (below 128)
     assert set(features_cost.step_lengths(lengths, 64, 10, (1, 2, 3), True)) <= {8, 24}
+
+
+def test_length_quantiles_known_values_and_the_documented_padding(repo):
+    """Quantiles at the nearest rank, lengths rebuilt from them with the same quantiles; the documented SSTwsub
+    sizes (a machine without the data) give a paper-scale job the padded steps its prepared files give (14.7 tokens
+    on average from the quantiles, 14.66 from the files' own lengths, mean 7.2 words), and a capped length caps them."""
+    from featlearn.pipeline.sizing import LENGTH_QUANTILE_POINTS, length_quantiles, lengths_from_quantiles
+
+    assert length_quantiles(list(range(1, 1002)))[:3] == (1, 11, 21) and length_quantiles([5] * 7) == (5,) * 110
+    assert len(LENGTH_QUANTILE_POINTS) == 110 and LENGTH_QUANTILE_POINTS[-2:] == (99.9, 100)
+    rebuilt = lengths_from_quantiles(length_quantiles(list(range(1, 1002))), 1001)
+    assert rebuilt[0] >= 1 and rebuilt[-1] <= 1001 and abs(sum(rebuilt) / 1001 - 501) < 1
+    assert length_quantiles(list(rebuilt))[10:100] == length_quantiles(list(range(1, 1002)))[10:100]
+    from featlearn.features.registry import job_settings
+
+    config = E.merged_config([str(repo / "config" / "paper.yaml")], repo / "config")
+    cfg = job_settings(config["features"]["cls"], "sstwsub_sa", 1)
+    data = features_cost.documented_data(cfg)
+    assert data["length_quantiles"][-1] == 48
+    shape = features_cost.train_cost(_node("features_train", cfg), results="/nonexistent").parts[0].probe.shape
+    assert (shape["length"], shape["padded_length"]) == (7, 15)
+    capped = features_cost.documented_data({**cfg, "settings": {**cfg["settings"], "max_len": 10}})
+    assert max(capped["length_quantiles"]) == 10
 
 
 def test_features_step_lengths_are_the_training_loops(monkeypatch):

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 
 # the documented sizes of a classification dataset whose prepared files are absent
-from featlearn.pipeline.sizing import DOCUMENTED_CLASSIFICATION as DOCUMENTED
+from featlearn.pipeline.sizing import DOCUMENTED_CLASSIFICATION as DOCUMENTED, length_quantiles, lengths_from_quantiles
 from featlearn.pipeline.estimate import FLOAT32, Cost, Node, Part, lm_cost, probe
 
 
@@ -32,8 +32,11 @@ def documented_data(cfg: dict) -> dict | None:
     max_len = cfg["settings"].get("max_len") or 0
     mean = DOCUMENTED[name]["mean_length"] if not max_len else min(DOCUMENTED[name]["mean_length"], max_len)
     vocab = DOCUMENTED[name].get("vocab", PREPARED[name].expected_vocab)
+    quantiles = DOCUMENTED[name].get("length_quantiles")
+    if quantiles and max_len:
+        quantiles = tuple(min(q, max_len) for q in quantiles)
     return {"n_train": n_train, "mean_length": mean, "eval_instances": n_eval, "vocab": vocab,
-            "n_classes": DOCUMENTED[name]["n_classes"], "documented": True}
+            "n_classes": DOCUMENTED[name]["n_classes"], "documented": True, "length_quantiles": quantiles}
 
 
 def features_data(cfg: dict, results: str = "results") -> dict | None:
@@ -68,7 +71,8 @@ def _features_data(cfg_json: str, results: str) -> dict | None:
 
     train = lengths("train")
     labels = {y for r in rows.values() for y, _ in r}
-    return {"n_train": len(train), "mean_length": sum(train) / max(len(train), 1), "train_lengths": tuple(train),
+    return {"n_train": len(train), "mean_length": sum(train) / max(len(train), 1),
+            "length_quantiles": length_quantiles(train) if train else None,
             "eval_instances": len(lengths("dev")) + len(lengths("test")), "vocab": len(vocab),
             "n_classes": max(max(labels) + 1, 2)}
 
@@ -118,11 +122,13 @@ def train_cost(node: Node, results: str = "results") -> Cost:
     P = sum(p.numel() for p in params.values())
     P_ne = sum(p.numel() for k, p in params.items() if k != "E")
     steps = st.epochs * batches_per_epoch(data["n_train"], st.batch, st.bucket_pool)
-    # a step's length: its padded length as the job pads it, averaged over the first epoch's steps (the prepared
-    # lengths); from documented sizes only the mean length is known, which is lower
-    if data.get("train_lengths"):
-        padded = step_lengths(data["train_lengths"], st.batch, st.bucket_pool, tuple(sorted(set(cfg["seeds"]))),
-                              bool(st.cuda_graphs))
+    # a step's length: its padded length as the job pads it, averaged over the first epoch's steps, drawn from the
+    # train lengths' quantiles (the same from the prepared files and from the documented sizes, which keep those of
+    # the same files, so a probe cached on a machine without the data serves one with it); without them the mean
+    # length, which is lower
+    if data.get("length_quantiles"):
+        padded = step_lengths(lengths_from_quantiles(data["length_quantiles"], data["n_train"]), st.batch,
+                              st.bucket_pool, tuple(sorted(set(cfg["seeds"]))), bool(st.cuda_graphs))
         mean_padded, L_max = sum(padded) / len(padded), max(padded)
         n_seeds = len(set(cfg["seeds"]))
         lengths_note = (f", padded per step to {mean_padded:.1f} on average (longest {L_max}; "
@@ -148,8 +154,8 @@ def train_cost(node: Node, results: str = "results") -> Cost:
                 "FLOPs = 6 P_ne B L R per step, L the mean padded length of a step; "
                 "memory = 4 B x R ((2 + slots) P + 8 B L_max d), L_max the longest [D]",
                 f"{data['n_train']} train instances of mean length {data['mean_length']:.1f}{lengths_note}, vocab {data['vocab']}"
-                + (" (documented sizes: the prepared splits are absent; a step at the mean length, not the job's "
-                   "longer padded one)" if data.get("documented") else ""))
+                + (" (documented sizes: the prepared splits are absent" + ("" if data.get("length_quantiles") else
+                   "; a step at the mean length, not the job's longer padded one") + ")" if data.get("documented") else ""))
 
 
 def zipf_ids(n: int, vocab: int, low: int, generator):

@@ -34,12 +34,50 @@ VALID_TOKENS = {"wikitext2": 217_646, "wikitext103": 217_646}
 # vocabulary of this project's prepared files (featlearn.features.experiments.load_splits at the default settings,
 # no cap; IMDB from the data mirror's rebuild, see docs/data.md), so an estimate on a machine without the data (a
 # GPU machine without network access) still sizes their jobs. With ``max_len`` the mean is capped at it, an overestimate [D].
+# ``length_quantiles``: the train split's lengths in words at LENGTH_QUANTILE_POINTS (per cent; the last per cent in
+# tenths, where the long tail is), from the same prepared files, which the features cost model reads to draw the
+# job's batches as the job draws them (featlearn.features.cost.step_lengths: a step is padded to its longest
+# instance, and the longest of several length buckets with several seeds). AG News: its train split is absent here.
+LENGTH_QUANTILE_POINTS = tuple(range(100)) + tuple(99 + k / 10 for k in range(1, 10)) + (100,)
 DOCUMENTED_CLASSIFICATION = {
     "ag_news": {"mean_length": 37.7, "n_classes": 4},
-    "sst": {"mean_length": 17.57, "n_classes": 2, "vocab": 16176},
-    "sstwsub": {"mean_length": 7.17, "n_classes": 2, "vocab": 17226},
-    "imdb": {"mean_length": 235.35, "n_classes": 2, "vocab": 101706},
+    "sst": {"mean_length": 17.57, "n_classes": 2, "vocab": 16176, "length_quantiles": (
+        1, 2, 3, 3, 4, 4, 5, 5, 5, 6, 6, 7, 7, 7, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 11, 11, 11, 11, 12, 12, 12, 12, 13,
+        13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15, 15, 16, 16, 16, 16, 17, 17, 17, 17, 18, 18, 18, 18, 19, 19, 19, 19,
+        20, 20, 20, 20, 21, 21, 21, 21, 22, 22, 22, 23, 23, 23, 24, 24, 24, 25, 25, 25, 26, 26, 26, 27, 27, 27, 28, 28,
+        29, 30, 30, 31, 31, 32, 33, 34, 36, 37, 40, 40, 41, 41, 42, 42, 43, 44, 45, 47, 48)},
+    "sstwsub": {"mean_length": 7.17, "n_classes": 2, "vocab": 17226, "length_quantiles": (
+        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3,
+        3, 3, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 7, 7, 7, 7, 8, 8, 8, 8, 9, 9, 9, 10,
+        10, 10, 11, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15, 16, 16, 17, 18, 19, 19, 20, 21, 22, 24, 26, 28, 32, 32, 33,
+        33, 34, 35, 36, 37, 38, 41, 48)},
+    "imdb": {"mean_length": 235.35, "n_classes": 2, "vocab": 101706, "length_quantiles": (
+        6, 42, 49, 54, 59, 64, 70, 75, 81, 86, 91, 96, 101, 105, 108, 111, 114, 116, 118, 120, 121, 123, 125, 126, 127,
+        129, 130, 132, 133, 135, 136, 138, 139, 141, 143, 144, 146, 148, 150, 152, 154, 156, 158, 160, 162, 164, 167,
+        169, 171, 174, 176, 179, 182, 185, 188, 191, 194, 197, 200, 204, 207, 211, 215, 218, 223, 227, 232, 237, 242,
+        247, 252, 258, 264, 271, 278, 285, 292, 299, 306, 315, 324, 333, 344, 355, 365, 378, 391, 406, 422, 440, 459,
+        480, 504, 534, 565, 601, 650, 711, 794, 922, 939, 956, 972, 984, 995, 1004, 1013, 1021, 1043, 2505)},
 }
+
+
+def length_quantiles(lengths: list[int]) -> tuple[int, ...]:
+    """The lengths at LENGTH_QUANTILE_POINTS (the nearest rank)."""
+    ordered, n = sorted(lengths), len(lengths)
+    return tuple(ordered[min(n - 1, round(p / 100 * (n - 1)))] for p in LENGTH_QUANTILE_POINTS)
+
+
+def lengths_from_quantiles(quantiles: tuple[int, ...], n: int) -> tuple[int, ...]:
+    """``n`` lengths (sorted) with the given quantiles at LENGTH_QUANTILE_POINTS: the i-th at the (i + 1/2) / n
+    quantile, interpolated linearly between the two points around it."""
+    points, out = LENGTH_QUANTILE_POINTS, []
+    j = 0
+    for i in range(n):
+        p = (i + 0.5) / n * 100
+        while j + 2 < len(points) and points[j + 1] < p:
+            j += 1
+        f = (p - points[j]) / (points[j + 1] - points[j])
+        out.append(max(1, round(quantiles[j] + (quantiles[j + 1] - quantiles[j]) * f)))
+    return tuple(out)
 # GPT-2 BPE tokens per word-level token, measured on WikiText-2 train (2,448,382 / 2,088,628), applied to both.
 BPE_PER_WORD = 2_448_382 / 2_088_628
 
