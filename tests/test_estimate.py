@@ -168,6 +168,21 @@ def test_length_quantiles_known_values_and_the_documented_padding(repo):
     assert max(capped["length_quantiles"]) == 10
 
 
+@pytest.mark.shared_data
+def test_the_documented_ag_news_lengths_are_its_test_splits(shared_data):
+    """AG News's train split is absent offline: its documented mean length and length quantiles are those of its
+    test split, read as the data layer reads it."""
+    from featlearn.data.parsers import read_ag_news_csv
+    from featlearn.pipeline.sizing import DOCUMENTED_CLASSIFICATION, length_quantiles
+
+    path = shared_data / "ag_news" / "test.csv"
+    if not path.is_file():
+        pytest.skip("AG News test split not in the mirror")
+    words = [max(1, len(t.split())) for _, t in read_ag_news_csv(path)]
+    assert DOCUMENTED_CLASSIFICATION["ag_news"]["length_quantiles"] == length_quantiles(words)
+    assert DOCUMENTED_CLASSIFICATION["ag_news"]["mean_length"] == pytest.approx(sum(words) / len(words), abs=0.05)
+
+
 def test_features_step_lengths_are_the_training_loops(monkeypatch):
     """The estimate's padded lengths are those the training loop pads its steps to (two seeds drawing their own
     batches from length-sorted pools), read off the tokens its forward pass gets."""
