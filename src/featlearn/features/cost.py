@@ -83,7 +83,7 @@ def step_lengths(lengths: tuple[int, ...], batch: int, pool: int, seeds: tuple[i
     them: each distinct seed draws its own batches (``epoch_batches`` from that seed's data generator), and a step
     pads the batches of all seeds together to their longest instance (with CUDA graphs, further to
     ``padded_length``). With several seeds that is the longest of several length buckets: on SSTwsub (mean 7.2 words,
-    batch 64, pools of 50 batches) a step of one seed is 7.7 tokens long on average, one of three seeds 14.6."""
+    batch 64, pools of 50 batches) a step of one seed is 7.7 tokens long on average, one of three seeds about 14.7."""
     import torch
 
     from featlearn.features.train import epoch_batches, padded_length
@@ -134,7 +134,8 @@ def train_cost(node: Node, results: str = "results") -> Cost:
         lengths_note = (f", padded per step to {mean_padded:.1f} on average (longest {L_max}; "
                         + (f"{n_seeds} seeds draw their own batches)" if n_seeds > 1 else "one seed)"))
     else:
-        mean_padded, L_max, lengths_note = data["mean_length"], max(1, round(data["mean_length"])), ""
+        mean_padded, L_max = data["mean_length"], max(1, round(data["mean_length"]))
+        lengths_note = " (a step at the mean length, not the job's longer padded one)"
     L = max(1, round(mean_padded))
     real = max(1, round(data["mean_length"]))
     slots = 2 if st.optimizer == "adam" else 1 if st.optimizer == "adagrad" else 0
@@ -154,8 +155,7 @@ def train_cost(node: Node, results: str = "results") -> Cost:
                 "FLOPs = 6 P_ne B L R per step, L the mean padded length of a step; "
                 "memory = 4 B x R ((2 + slots) P + 8 B L_max d), L_max the longest [D]",
                 f"{data['n_train']} train instances of mean length {data['mean_length']:.1f}{lengths_note}, vocab {data['vocab']}"
-                + (" (documented sizes: the prepared splits are absent" + ("" if data.get("length_quantiles") else
-                   "; a step at the mean length, not the job's longer padded one") + ")" if data.get("documented") else ""))
+                + (" (documented sizes: the prepared splits are absent)" if data.get("documented") else ""))
 
 
 def zipf_ids(n: int, vocab: int, low: int, generator):
