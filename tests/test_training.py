@@ -15,7 +15,8 @@ import torch
 
 from featlearn.io import write_csv
 from featlearn.seeding import SEED_STRIDE, derived_seed
-from featlearn.training import IDENTITY_ENV, RESUME_FILE, remove_checkpoint, resumable_training
+from featlearn.training import (IDENTITY_ENV, PARTS_DIR, RESUME_FILE, load_part, remove_checkpoint, resumable_training,
+                                save_part)
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -187,6 +188,39 @@ def test_a_compute_job_that_dies_before_its_outputs_resumes_and_removes_its_chec
     clean = compute(tmp_path / "clean", tmp_path / "clean.json", {})
     assert clean.returncode == 0, clean.stderr
     assert json.loads((tmp_path / "clean.json").read_text()) == {**json.loads(out.read_text()), "start": 0}
+
+
+def test_a_finished_part_is_loaded_only_under_its_own_key_and_run_identity(tmp_path, monkeypatch):
+    """``save_part``/``load_part``: a piece of a job (a sweep group) kept by a killed run is loaded by a rerun of the
+    same job; under another key, another run identity (code, threads, ...) or torn, it is deleted and None returned,
+    so the piece is trained again; ``remove_checkpoint`` removes every kept part."""
+    frame = pd.DataFrame({"run": [1, 2], "loss": np.array([0.25, 1 / 3], dtype=np.float32), "tag": ["a", "b"]})
+    key = {"sweep": {"n": [4, 8], "lrs": (1e-3,)}, "n": 4, "runs": [[1, 1e-3, "vanilla"]]}
+    monkeypatch.setenv(IDENTITY_ENV, '{"code": "c1", "threads": 1}')
+    assert load_part(tmp_path, key) is None  # nothing kept yet
+    path = save_part(tmp_path, key, (frame, frame.iloc[:0]))
+    assert path.parent == tmp_path / PARTS_DIR
+    loaded = load_part(tmp_path, json.loads(json.dumps(key)))  # the key as JSON reads it back is the same key
+    pd.testing.assert_frame_equal(loaded[0], frame)  # exact: dtypes and values
+    assert loaded[1].empty
+    assert load_part(tmp_path, {**key, "n": 8}) is None  # another piece
+    assert path.exists()
+
+    logged = []
+    monkeypatch.setenv(IDENTITY_ENV, '{"code": "c2", "threads": 1}')  # the code changed since
+    assert load_part(tmp_path, key, log=logged.append) is None
+    assert not path.exists() and "run identity" in logged[0]
+
+    save_part(tmp_path, key, frame)
+    path.write_bytes(path.read_bytes()[:20])  # torn
+    logged.clear()
+    assert load_part(tmp_path, key, log=logged.append) is None
+    assert not path.exists() and "unreadable" in logged[0]
+
+    save_part(tmp_path, key, frame)
+    (tmp_path / RESUME_FILE).write_bytes(b"ckpt")
+    remove_checkpoint(tmp_path)
+    assert not any(tmp_path.iterdir())
 
 
 def test_derived_seeds_are_the_stride_formula_and_never_collide():

@@ -14,14 +14,24 @@ the run starts afresh, so a resumed table never mixes two versions of the code. 
 identity is set) the checkpoint outlives the last step: the compute command removes it once the job's outputs
 are written, so a job killed between its last step and its tables (at a scheduler's time limit, say) resumes
 instead of starting over.
+
+A job that trains many independent pieces one after another (a templates sweep's groups) keeps each finished
+piece instead (``save_part``/``load_part``, under ``parts/`` of the same folder and checked against the same run
+identity), so a killed job trains only the pieces it had not finished; the compute command removes them with the
+checkpoint.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import pickle
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -29,13 +39,12 @@ from featlearn.io import atomic_path
 from featlearn.precision import full_precision
 
 RESUME_FILE = "resume.pt"
+PARTS_DIR = "parts"
 IDENTITY_ENV = "FEATLEARN_RUN_IDENTITY"
 
 
 def run_identity() -> dict:
     """The identity the compute command set for this process (empty outside a compute job)."""
-    import json
-
     raw = os.environ.get(IDENTITY_ENV, "")
     return json.loads(raw) if raw else {}
 
@@ -151,8 +160,49 @@ def _duration(seconds: float) -> str:
 
 
 def remove_checkpoint(work_dir: str | os.PathLike) -> None:
-    """Delete the resume checkpoint of a finished run, and any partial one a killed save left behind."""
+    """Delete the resume checkpoint of a finished run and its finished parts (``save_part``), and any partial
+    file a killed save left behind."""
     work = Path(work_dir)
     (work / RESUME_FILE).unlink(missing_ok=True)
     for part in work.glob(f".{RESUME_FILE}.*.part"):  # featlearn.io.atomic_path's temporary files
         part.unlink(missing_ok=True)
+    shutil.rmtree(work / PARTS_DIR, ignore_errors=True)
+
+
+def _part_key(work_dir: str | os.PathLike, key: dict) -> tuple[Path, dict]:
+    """The file of a part and its key as JSON reads it back (tuples as lists, other objects as their str)."""
+    text = json.dumps(key, sort_keys=True, default=str)
+    return Path(work_dir) / PARTS_DIR / f"{hashlib.sha256(text.encode()).hexdigest()[:20]}.pkl", json.loads(text)
+
+
+def save_part(work_dir: str | os.PathLike, key: dict, value: Any) -> Path:
+    """Keep ``value``, the result of one finished piece of a job identified by ``key`` (a JSON-able dict of
+    everything the piece depends on), for a rerun of the killed job to load (``load_part``). Written atomically
+    with the run identity (pickled: the value is any Python object, e.g. the piece's tables)."""
+    path, key = _part_key(work_dir, key)
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
+            pickle.dump({"key": key, "identity": run_identity(), "value": value}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    return path
+
+
+def load_part(work_dir: str | os.PathLike, key: dict, log: Callable[[str], None] = print) -> Any | None:
+    """The value ``save_part`` kept for ``key`` in ``work_dir``, or None where there is none. One kept under another
+    run identity (code, inputs, threads, device, precision) or unreadable (a torn file) is deleted with a log line
+    and None returned: the piece is trained again, so a resumed table never mixes two versions of the code."""
+    path, key = _part_key(work_dir, key)
+    if not path.exists():
+        return None
+    try:
+        with open(path, "rb") as fh:
+            saved = pickle.load(fh)
+    except Exception as err:  # noqa: BLE001 - any unreadable file is retrained, never trusted
+        log(f"discarding {path}: unreadable ({type(err).__name__}); training it again")
+        path.unlink(missing_ok=True)
+        return None
+    if saved.get("key") != key or saved.get("identity") != run_identity():
+        what = "settings" if saved.get("key") != key else "run identity"
+        log(f"discarding {path}: written under another {what}; training it again")
+        path.unlink(missing_ok=True)
+        return None
+    return saved["value"]

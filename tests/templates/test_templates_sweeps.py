@@ -3,10 +3,18 @@ real data and models (every claim on planted tables: test_templates_claims.py)."
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
 from featlearn.pipeline.registry import load
 from featlearn.templates.registry import CLAIM_IDS
@@ -185,8 +193,7 @@ def test_nstar_ratio_is_conservative():
 
 
 def test_calibration_trains_each_multiplier_on_its_task_and_draws(tmp_path, one_thread):
-    import types
-
+    from featlearn.pipeline.compute import Context
     from featlearn.templates.sweeps.experiments import calibrate, calibration_curves
     from featlearn.templates.sweeps.figures import claims_calibration, draw_calibration
 
@@ -200,7 +207,7 @@ def test_calibration_trains_each_multiplier_on_its_task_and_draws(tmp_path, one_
         ("aba_abb", ["kq"], [8], None, 10.0, 3),
     ]
     out = tmp_path / "calibration_runs.csv"
-    calibrate({"sweeps": cfg}, {}, {"runs": str(out)}, types.SimpleNamespace(device="cpu"))
+    calibrate({"sweeps": cfg}, {}, {"runs": str(out)}, Context(device="cpu"))
     runs = pd.read_csv(out)
     assert set(runs["axis"]) == {"kq_mult", "vo_mult"} and (runs["figure"] == "calibration").all()
     assert runs.loc[runs["variant"] == "vo", "vo_mult"].tolist() == [1.0, 10.0]
@@ -211,3 +218,74 @@ def test_calibration_trains_each_multiplier_on_its_task_and_draws(tmp_path, one_
     assert (tmp_path / "calibration.png").stat().st_size > 1000
     claims = claims_calibration({"runs": str(out)}, settings)
     assert [c.claim_id for c in claims] == ["calib-kq_mult", "calib-vo_mult"]
+
+
+def test_a_killed_sweep_trains_only_its_unfinished_groups_and_writes_the_same_table(tmp_path, one_thread, monkeypatch):
+    """With a work folder each finished group is kept (``engine.sweep_frames``): a job killed after two of Fig. 25's
+    four groups trains only the other two when rerun, and its table is byte-identical to an uninterrupted run's."""
+    from featlearn.templates.sweeps import engine
+    from featlearn.training import PARTS_DIR
+
+    clean, resumed, work = tmp_path / "clean.csv", tmp_path / "resumed.csv", tmp_path / "fig25.resume"
+    run_figure("25", TINY, str(clean))
+    real, trained = engine.train_group, []
+
+    def dies_at_the_third_group(group):
+        if len(trained) == 2:
+            raise KeyboardInterrupt  # the job is killed while it trains its third group
+        trained.append((group.arch, group.n))
+        return real(group)
+
+    monkeypatch.setattr(engine, "train_group", dies_at_the_third_group)
+    with pytest.raises(KeyboardInterrupt):
+        run_figure("25", TINY, str(resumed), work_dir=str(work))
+    assert not resumed.exists() and len(list((work / PARTS_DIR).glob("*.pkl"))) == 2
+
+    def counted(group):
+        trained.append((group.arch, group.n))
+        return real(group)
+
+    trained.clear()
+    monkeypatch.setattr(engine, "train_group", counted)
+    run_figure("25", TINY, str(resumed), work_dir=str(work))
+    assert trained == [("mlp_xxt", 4), ("mlp_xxt", 8)]  # the MLP's two groups were loaded
+    assert resumed.read_bytes() == clean.read_bytes()
+
+
+def test_a_sweep_job_killed_mid_group_resumes_from_its_finished_groups_and_removes_them(tmp_path):
+    """The real compute command, killed with SIGKILL once it has kept its first group: the rerun loads that group (its
+    log says so), trains the rest, writes the table of an uninterrupted run and leaves no kept group behind."""
+    from featlearn.training import PARTS_DIR
+
+    # a slow second group (n = 4096: 4 minibatches an epoch), so that the kill lands while it trains
+    cfg = {**TINY, "epochs": 40, "fig25": {"n": [4, 4096], "lrs": [1e-3]}}
+    work, out, log = tmp_path / "work", tmp_path / "runs.csv", tmp_path / "job.log"
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FEATLEARN_")}
+    env["PYTHONPATH"] = str(src)
+    cmd = [sys.executable, "-m", "featlearn", "compute", "--run", "featlearn.templates.sweeps.experiments:sweep",
+           "--settings", json.dumps({"grid": "25", "sweeps": cfg}), "--outputs", json.dumps({"runs": str(out)}),
+           "--threads", "1", "--device", "cpu", f"--work-dir={work}"]
+    with open(log, "w") as fh:
+        job = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + 240
+        while not list((work / PARTS_DIR).glob("*.pkl")) and job.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        job.send_signal(signal.SIGKILL)
+        job.wait()
+    assert job.returncode == -signal.SIGKILL, log.read_text()  # killed, not finished
+    assert not out.exists() and len(list((work / PARTS_DIR).glob("*.pkl"))) == 1
+
+    rerun = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "mlp n=4 R=1: finished by an earlier run of this job, loaded" in rerun.stderr
+    assert "mlp n=4096 R=1 epoch" in rerun.stderr  # the unfinished group trained again
+    assert not (work / PARTS_DIR).exists()  # the table is written: kept groups removed
+    clean = tmp_path / "clean.csv"
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the job
+    try:
+        run_figure("25", cfg, str(clean))
+    finally:
+        torch.set_num_threads(before)
+    assert out.read_bytes() == clean.read_bytes()

@@ -177,6 +177,8 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
         settings=lambda wc: sweep_settings(cfg, wc.grid),
         stem="sweep_fig{grid}",
         code=SWEEP_CODE,
+        # finished groups are kept here until the table is written: a killed job trains only the rest
+        work_dir=lambda wc: out("sweeps", f"fig{wc.grid}.resume"),
         threads=sweeps["threads"],
         resources=Resources(mem_mb=4000, runtime=120, gpu=True),
         wildcards={"grid": "|".join(sorted(set(FIGURE_GRID.values())))},
@@ -211,6 +213,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> TemplatesRegistry:
         settings={"sweeps": {**shared_sweep_keys(sweeps), "calibration": sweeps["calibration"]}},
         stem="calibration",
         code=SWEEP_CODE,
+        work_dir=out("sweeps", "calibration.resume"),
         threads=sweeps["threads"],
         resources=Resources(mem_mb=4000, runtime=60, gpu=True),
         cost=f"{COST}:calibration_cost",

@@ -685,14 +685,35 @@ def _curve_frame(group: Group, res: GroupResult) -> pd.DataFrame:
     return frame
 
 
-def sweep_frames(settings: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Train every group of ``settings`` (see ``expand_groups``); returns (one row per run, curves)."""
+def sweep_frames(settings: dict, work_dir: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Train every group of ``settings`` (see ``expand_groups``); returns (one row per run, curves).
+
+    With ``work_dir`` (a compute job's resume folder) each finished group's frames are kept there
+    (``featlearn.training.save_part``, keyed by the settings, the group's n and its runs), and a group kept by an
+    earlier, killed run of the same job under the same run identity is loaded instead of trained: groups share
+    nothing (each run's data, init and shuffles come from its own seed), so the tables equal an uninterrupted
+    run's."""
+    from featlearn.training import load_part, save_part
+
     rows, curves = [], []
     for group in expand_groups(settings):
-        res = train_group(group)
-        rows.append(_group_frame(group, res))
-        curves.append(_curve_frame(group, res))
+        key = {"sweep": settings, "n": group.n, "runs": [[r.seed, r.lr, r.variant] for r in group.runs]}
+        frames = load_part(work_dir, key, log=_log) if work_dir else None
+        if frames is not None:
+            _log(f"[templates] {group.task.name} {group.arch} n={group.n} R={len(group.runs)}: finished by an "
+                 "earlier run of this job, loaded")
+        else:
+            res = train_group(group)
+            frames = (_group_frame(group, res), _curve_frame(group, res))
+            if work_dir:
+                save_part(work_dir, key, frames)
+        rows.append(frames[0])
+        curves.append(frames[1])
     return pd.concat(rows, ignore_index=True), pd.concat(curves, ignore_index=True)
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def run_sweep(settings: dict, out: str, curves_out: str | None = None) -> pd.DataFrame:

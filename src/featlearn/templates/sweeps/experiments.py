@@ -92,10 +92,11 @@ def _group_budget(cfg: dict) -> dict:
     return {"max_group_gb": float(cfg["max_group_gb"])} if cfg.get("max_group_gb") else {}
 
 
-def run_figure(fig: str, cfg: dict, out: str, device: str = "cpu") -> None:
-    """Train every curve of the grid behind figure ``fig`` and write one row per run to ``out``."""
+def run_figure(fig: str, cfg: dict, out: str, device: str = "cpu", work_dir: str | None = None) -> None:
+    """Train every curve of the grid behind figure ``fig`` and write one row per run to ``out`` (``work_dir``: where
+    finished groups are kept for a killed job's rerun, ``engine.sweep_frames``)."""
     grid = sweep_figure(fig).grid
-    runs = _train_curves(figure_curves(fig, cfg, device), f"grid {grid}")
+    runs = _train_curves(figure_curves(fig, cfg, device), f"grid {grid}", work_dir)
     runs["figure"] = grid
     write_csv(runs.drop(columns=["group_seconds"]), out)  # no wall time: the table is byte-identical across runs
 
@@ -142,7 +143,7 @@ def calibration_curves(cfg: dict, device: str = "cpu") -> list[tuple[dict, dict]
     return curves
 
 
-def _train_curves(curves: list[tuple[dict, dict]], title: str):
+def _train_curves(curves: list[tuple[dict, dict]], title: str, work_dir: str | None = None):
     """Train every curve; one row per run with its curve label, panel, swept quantity and value."""
     import pandas as pd
 
@@ -150,7 +151,7 @@ def _train_curves(curves: list[tuple[dict, dict]], title: str):
     for meta, settings in curves:
         labels = meta["labels"]
         print(f"templates {title}: {settings['task']['name']} {', '.join(dict.fromkeys(labels.values()))}", flush=True)
-        runs, _ = sweep_frames(settings)
+        runs, _ = sweep_frames(settings, work_dir)
         runs.insert(0, "curve", runs["variant"].map(labels))
         runs.insert(1, "panel", meta["panel"])
         runs.insert(2, "axis", meta["axis"])
@@ -162,7 +163,7 @@ def _train_curves(curves: list[tuple[dict, dict]], title: str):
 def calibrate(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Compute job ``templates_calibration``: the runs of ``calibration_curves`` (settings: ``sweeps``, the
     shared keys of ``templates.sweeps`` with its ``calibration``) to ``outputs["runs"]``."""
-    runs = _train_curves(calibration_curves(settings["sweeps"], ctx.device), "calibration")
+    runs = _train_curves(calibration_curves(settings["sweeps"], ctx.device), "calibration", ctx.work_dir)
     runs["figure"] = "calibration"
     write_csv(runs.drop(columns=["group_seconds"]), outputs["runs"])
 
@@ -170,7 +171,7 @@ def calibrate(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
 def sweep(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Compute job ``templates_sweep``: every run of grid ``settings["grid"]`` (settings: ``grid`` and
     ``sweeps``, the shared keys of ``templates.sweeps`` plus the grid's own) to ``outputs["runs"]``."""
-    run_figure(settings["grid"], settings["sweeps"], outputs["runs"], device=ctx.device)
+    run_figure(settings["grid"], settings["sweeps"], outputs["runs"], device=ctx.device, work_dir=ctx.work_dir)
 
 
 def data_and_identity_checks(n: int = 64, seeds: int = 3) -> list[dict]:
