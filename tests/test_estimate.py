@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 import re
 
 import pytest
@@ -747,7 +748,9 @@ def test_a_cpu_job_without_a_model_takes_its_paper_scale_evidence_time(tmp_path)
     _evidence_record(root, "joma", "fig_joma_3", "2026-11-28 10:00:00",
                      [{"label": "joma_sim_exp", "device": "cpu", "wall_s": 16.0},
                       {"label": "joma_wikitext[seed=1]", "device": "NVIDIA H200", "wall_s": 60.0},
-                      {"label": "joma_eq6", "device": "cpu", "wall_s": float("nan")}])
+                      {"label": "joma_eq6", "device": "cpu", "wall_s": float("nan")},
+                     # resumed from an earlier run of itself: its wall time is the last run's only
+                     {"label": "joma_theorem2", "device": "cpu", "wall_s": 3.0, "resumed": True}])
     walls = E.evidence_walls(root)
     assert walls == {"joma_sim_exp": (16.0, "paper-scale evidence of 2026-11-28, 2 CPUs")}
 
@@ -762,6 +765,28 @@ def test_a_cpu_job_without_a_model_takes_its_paper_scale_evidence_time(tmp_path)
     default = E.estimate(nodes(), prober, {"scale": "default"}, str(tmp_path / "results"), evidence=root)
     assert all(n.seconds is None for n in default)
     assert E.evidence_walls(tmp_path / "none") == {}
+
+
+def test_the_benchmark_file_of_a_job_that_resumed_is_shown_and_not_used(tmp_path):
+    """A job whose log says it resumed from an earlier run of itself has a benchmark file that timed its last run only:
+    the estimate names the file and does not take its time (nor compare it with the model's)."""
+    results = tmp_path / "results"
+    (results / "run.json").parent.mkdir(parents=True)
+    (results / "run.json").write_text(json.dumps({"scale": "paper"}))
+    node = dataclasses.replace(_node("joma_sim_exp", {}), gpu=False, benchmark=str(results / "benchmarks" / "sim.tsv"))
+    bench = Path(node.benchmark)
+    bench.parent.mkdir(parents=True)
+    bench.write_text("s\th:m:s\n12.5\t0:00:12\n")
+    log = results / "logs" / "sim.log"
+    log.parent.mkdir(parents=True)
+    prober = E.Prober("cpu", tmp_path / "c.json", probe=False)
+    log.write_text("featlearn: device cpu (asked: cpu); torch threads 1\nprogress: 10 steps\n")
+    fresh = E.estimate([dataclasses.replace(node)], prober, {"scale": "paper"}, str(results))[0]
+    assert fresh.seconds == 12.5 and fresh.source == "benchmark file 12.5 s"
+    log.write_text("featlearn: device cpu (asked: cpu); torch threads 1\n[lm x] resuming at step 40 from w/resume.pt\n")
+    resumed = E.estimate([dataclasses.replace(node)], prober, {"scale": "paper"}, str(results))[0]
+    assert resumed.seconds is None and resumed.measured is None
+    assert resumed.source == "benchmark file 12.5 s (of a job that resumed: its last run only, not used)"
 
 
 def test_the_estimate_against_the_paper_scale_evidence(repo, tmp_path):

@@ -79,6 +79,50 @@ def test_adding_a_figure_copies_its_drawing_claims_and_run_record(tmp_path):
     assert "old" not in text and "Fig. 4" in text and text.startswith("# x\n\n") and text.endswith("\n\nafter\n")
 
 
+def test_a_job_that_resumed_is_recorded_and_its_figure_time_is_a_lower_bound(tmp_path):
+    """A compute job whose log says it resumed from an earlier, killed run of itself (a language model's checkpoint, a
+    sweep's finished groups) has a benchmark file that timed its last run only: the record says ``resumed`` and the
+    index shows the figure's compute hours as a lower bound, with a note; a job that did not resume is not marked."""
+    from featlearn.pipeline.benchfiles import job_resumed
+
+    work = _paper_run(tmp_path / "work")
+    bench = work / "results" / "benchmarks" / "joma" / "eq6.tsv"
+    assert not job_resumed(bench)
+    add_figures("joma", None, work, root=tmp_path / "a" / "paper", readme=None)
+    assert read_figure(tmp_path / "a" / "paper" / "joma" / "fig_joma_4").record["jobs"][0]["resumed"] is False
+    assert "≥" not in (tmp_path / "a" / "README.md").read_text()
+
+    log = work / "results" / "logs" / "joma" / "eq6.log"
+    log.write_text(log.read_text() + "[lm eq6] progress: 5 steps\n[lm eq6] resuming at step 300 from w/resume.pt\n")
+    assert job_resumed(bench)
+    prepared = evidence.prepared_path(work / "results", "joma", "fig_joma_4")  # rule figure_evidence, after that run
+    evidence.prepare("joma", json.loads(prepared.read_text())["entry"], {}, {}, work / "results" / "run.json", prepared, work)
+    add_figures("joma", None, work, root=tmp_path / "b" / "paper", readme=None)
+    fig = read_figure(tmp_path / "b" / "paper" / "joma" / "fig_joma_4")
+    assert fig.record["jobs"][0]["resumed"] is True and fig.resumed()
+    index = (tmp_path / "b" / "README.md").read_text()
+    assert "| ≥ 0.03 |" in index and "≥: a lower bound" in index
+
+
+def test_resumed_lines_are_told_from_others(tmp_path):
+    """What counts as a resumed job's log line: a message that starts with "resuming", after its tag if any."""
+    from featlearn.pipeline.benchfiles import job_resumed
+
+    bench = tmp_path / "results" / "benchmarks" / "x.tsv"
+    log = tmp_path / "results" / "logs" / "x.log"
+    log.parent.mkdir(parents=True)
+    assert not job_resumed(bench)  # no log at all
+    for line, resumed in [("[lm fig7_1layer] resuming at step 40 from a/resume.pt", True),
+                          ("[features-lm ptb] resuming at step 3 from r", True),
+                          ("resuming: [templates] aba_abb mlp n=4 R=1 was finished by an earlier run of this job; loaded",
+                           True),
+                          ("[lm x] discarding a/resume.pt: written under other code; starting afresh", False),
+                          ("[lm x] progress: 40 steps in 3s, about 1 min left", False),
+                          ("[lm x] not resuming", False)]:
+        log.write_text(f"featlearn: device cpu (asked: cpu); torch threads 1\n{line}\n")
+        assert job_resumed(bench) is resumed, line
+
+
 def test_a_figure_the_run_did_not_prepare_is_an_error(tmp_path):
     work = _paper_run(tmp_path / "work")
     with pytest.raises(EvidenceError, match="fig_joma_6.json is missing: run snakemake results/joma/evidence/fig_joma_6.json"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 
 import pytest
 
@@ -180,6 +181,13 @@ def test_compute_table_counts_a_shared_job_once(tmp_path):
     text, rows = render_compute(compute, record)
     assert rows[-1]["cpu_s"] == pytest.approx(6.5) and rows[-1]["max_rss_mb"] == 900.0
     assert "1 of the jobs ran in the job server" in text
+    assert "resumed" not in text
+    # the job resumed from an earlier, killed run of itself: its file timed its last run only
+    log = Path(str(bench).replace("/benchmarks/", "/logs/", 1)).with_suffix(".log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("[lm x] resuming at step 40 from w/resume.pt\n")
+    text, _ = render_compute(compute, record)
+    assert "1 of the jobs resumed from an earlier run of themselves" in text and "lower bounds" in text
 
 
 def test_compute_table_says_where_each_compute_job_ran(tmp_path):

@@ -278,7 +278,7 @@ def test_a_sweep_job_killed_mid_group_resumes_from_its_finished_groups_and_remov
 
     rerun = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
-    assert "mlp n=4 R=1: finished by an earlier run of this job, loaded" in rerun.stderr
+    assert "resuming: [templates] aba_abb mlp n=4 R=1 was finished by an earlier run of this job; loaded" in rerun.stderr
     assert "mlp n=4096 R=1 epoch" in rerun.stderr  # the unfinished group trained again
     assert not (work / PARTS_DIR).exists()  # the table is written: kept groups removed
     clean = tmp_path / "clean.csv"

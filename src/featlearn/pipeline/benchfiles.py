@@ -1,6 +1,7 @@
-"""What a job's own files say of it: Snakemake's ``benchmark:`` file (wall and CPU seconds, peak memory) and the first
-line of its log (the device, torch threads and precision it computed with). Read by the results pages, the compute
-table and the paper-scale evidence."""
+"""What a job's own files say of it: Snakemake's ``benchmark:`` file (wall and CPU seconds, peak memory), the first
+line of its log (the device, torch threads and precision it computed with) and whether it resumed from an earlier,
+killed run of itself (then its benchmark file timed that last run only). Read by the results pages, the compute
+table, the paper-scale evidence and the estimate."""
 
 from __future__ import annotations
 
@@ -57,6 +58,26 @@ def _max(values):
     return max(vals) if vals else math.nan
 
 
+# a job that resumed logs a line whose message starts with "resuming", after its tag if it has one (a language
+# model's "[lm fig7_1layer] resuming at step ...", featlearn.training; a templates sweep's finished groups)
+RESUMED_LINE = re.compile(r"^(\[[^\]]*\] )?resuming\b")
+
+
+def _log_path(benchmark: str | os.PathLike) -> Path:
+    """The job's log (``results/logs/...``) beside its benchmark file (``results/benchmarks/...``)."""
+    return Path(str(benchmark).replace("/benchmarks/", "/logs/", 1)).with_suffix(".log")
+
+
+def job_resumed(benchmark: str | os.PathLike) -> bool:
+    """Whether the job of this benchmark file resumed from an earlier run of itself that was killed (its log says so):
+    Snakemake's file then timed the last run only, a lower bound of the job's compute."""
+    try:
+        with open(_log_path(benchmark), errors="replace") as fh:
+            return any(RESUMED_LINE.match(line) for line in fh)
+    except OSError:
+        return False
+
+
 JOB_DEVICE_LINE = re.compile(r"^featlearn: device (?P<device>.+?) \(asked: (?P<asked>[^)]*)\); torch threads (?P<threads>\d+)"
                              r"(?:; precision (?P<precision>\w+))?")
 
@@ -65,9 +86,8 @@ def job_device(benchmark: str | os.PathLike) -> dict | None:
     """Where a compute job ran, from the first lines of its log (``results/logs/...`` beside
     ``results/benchmarks/...``, written by ``python -m featlearn compute``); None for a job whose log has no such
     line (figure rules, data jobs, logs of older runs)."""
-    path = Path(str(benchmark).replace("/benchmarks/", "/logs/", 1)).with_suffix(".log")
     try:
-        with open(path, errors="replace") as fh:
+        with open(_log_path(benchmark), errors="replace") as fh:
             head = [fh.readline() for _ in range(5)]
     except OSError:
         return None

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Callable
 
 from featlearn import PAPERS, precision
+from featlearn.pipeline.benchfiles import job_resumed
 from featlearn.pipeline.evidence import EVIDENCE_DIR, read_evidence
 from featlearn.pipeline.registry import load
 from featlearn.pipeline.sizing import ESTIMATE_RESOURCES
@@ -594,8 +595,8 @@ def evidence_walls(root: str | os.PathLike) -> dict[str, tuple[float, str]]:
         date = str(fig.run.get("date_utc", ""))
         for job in fig.record.get("jobs", []):
             wall = job.get("wall_s")
-            if job.get("device") != "cpu" or not isinstance(wall, (int, float)) or wall != wall:
-                continue
+            if job.get("device") != "cpu" or not isinstance(wall, (int, float)) or wall != wall or job.get("resumed"):
+                continue  # (a job that resumed: its wall time is its last run's only)
             if job["label"] not in out or date > out[job["label"]][0]:
                 where = f"paper-scale evidence of {date[:10]}, {fig.run.get('host_cpus', '?')} CPUs"
                 out[job["label"]] = (date, float(wall), where)
@@ -661,13 +662,16 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
     for node in nodes:
         model = cost_model(node)
         bench = benchmark_seconds(node.benchmark)
+        resumed = bench is not None and job_resumed(node.benchmark)
         # a run at this scale; for another machine's estimate (--cached-device) only a CPU job's file, a GPU job's
-        # time on this machine not being that device's
-        usable = same_scale and (prober.label is None or not node.gpu)
+        # time on this machine not being that device's; never a job that resumed (its file timed its last run only)
+        usable = same_scale and (prober.label is None or not node.gpu) and not resumed
         node.measured = bench if usable else None
         bench_text = None if bench is None else (
             f"benchmark file {duration(bench)}" + ("" if usable else f" (from a `{bench_scale}`-scale run: not used)"
-                                                   if not same_scale else " (a GPU job's, on this machine: not used)"))
+                                                   if not same_scale else " (a GPU job's, on this machine: not used)"
+                                                   if not resumed else " (of a job that resumed: its last run only, "
+                                                   "not used)"))
         if model is None:
             node.why = "not modelled"
         else:

@@ -83,10 +83,15 @@ class Figure:
         return f"{date}, commit `{commit[:10]}`{dirty}, {self.devices()}, {self.run.get('precision', 'fp32')}"
 
     def compute_hours(self) -> float:
-        """Wall hours of its compute jobs summed (NaN when no job has a benchmark file)."""
+        """Wall hours of its compute jobs summed (NaN when no job has a benchmark file); a lower bound where a job
+        resumed from an earlier run of itself (``resumed``: its benchmark file timed the last run only)."""
         walls = [j["wall_s"] for j in self.record.get("jobs", []) if isinstance(j.get("wall_s"), (int, float))
                  and not math.isnan(j["wall_s"])]
         return sum(walls) / 3600 if walls else math.nan
+
+    def resumed(self) -> bool:
+        """Whether some compute job of it resumed from an earlier run of itself (its record's jobs say so)."""
+        return any(j.get("resumed") for j in self.record.get("jobs", []))
 
 
 # ------------------------------------------------------------------------------------------- reading
@@ -204,7 +209,10 @@ def index_markdown(figures: list[Figure], root: str | os.PathLike = EVIDENCE_DIR
         hours = f.compute_hours()
         lines.append(f"| `{f.paper}` | {f.label} | [`{f.rule}`]({Path(root, f.paper, f.rule).as_posix()}/) | "
                      f"{len(f.claims)} | {sum(c.verdict == REPRODUCED for c in counted)} of {len(counted)} | {f.provenance()} | "
-                     f"{'—' if math.isnan(hours) else f'{hours:.2f}'} |")
+                     f"{'—' if math.isnan(hours) else ('≥ ' if f.resumed() else '') + f'{hours:.2f}'} |")
+    if any(f.resumed() for f in figures):
+        lines += ["", "≥: a lower bound; a job of that figure resumed from an earlier run of itself that was killed, "
+                      "and its benchmark file timed the last run only."]
     return "\n".join(lines) + "\n"
 
 
@@ -244,7 +252,7 @@ def update_readme(readme: str | os.PathLike, figures: list[Figure]) -> bool:
 
 
 def _job_rows(jobs: list[dict], workdir: Path) -> list[dict]:
-    from featlearn.pipeline.benchfiles import job_device, read_benchmark
+    from featlearn.pipeline.benchfiles import job_device, job_resumed, read_benchmark
 
     rows = []
     for job in jobs:
@@ -253,7 +261,8 @@ def _job_rows(jobs: list[dict], workdir: Path) -> list[dict]:
         dev = job_device(bench) or {}
         rows.append({"label": job["label"], "device": dev.get("device", ""), "threads": dev.get("threads", ""),
                      "precision": dev.get("precision", ""), "wall_s": cost.get("wall_s", math.nan),
-                     "cpu_s": cost.get("cpu_s", math.nan), "max_rss_mb": cost.get("max_rss_mb", math.nan)})
+                     "cpu_s": cost.get("cpu_s", math.nan), "max_rss_mb": cost.get("max_rss_mb", math.nan),
+                     "resumed": job_resumed(bench)})
     return rows
 
 

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 from featlearn.io import write_text
-from featlearn.pipeline.benchfiles import _max, _sum, job_device, read_benchmark
+from featlearn.pipeline.benchfiles import _max, _sum, job_device, job_resumed, read_benchmark
 from featlearn.pipeline.markdown_html import markdown_to_html
 from featlearn.pipeline.runrecord import provenance_line
 
@@ -198,6 +198,10 @@ def render_compute(manifest: dict, record: dict) -> tuple[str, list[dict]]:
     server_note = (f" {served} of the jobs ran in the job server (`job_server: true`): Snakemake's file of such a job "
                    "sees only the client process, so the worker's CPU seconds and peak memory, recorded beside it "
                    "(`<benchmark>.server.json`), are added in." if served else "")
+    resumed = sum(1 for j in unique.values() if job_resumed(j["benchmark"]))
+    if resumed:
+        server_note += (f" {resumed} of the jobs resumed from an earlier run of themselves that was killed (their logs "
+                        "say so): their files timed the last run only, so their times and the sums are lower bounds.")
     lines = ["# Compute of this run", "",
              "From Snakemake's `benchmark:` files (`results/benchmarks/`), written by rule `compute_table`. "
              "A figure's row counts its compute jobs and its own rule (drawing and claims); a job shared by several "

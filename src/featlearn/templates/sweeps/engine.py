@@ -700,8 +700,8 @@ def sweep_frames(settings: dict, work_dir: str | None = None) -> tuple[pd.DataFr
         key = {"sweep": settings, "n": group.n, "runs": [[r.seed, r.lr, r.variant] for r in group.runs]}
         frames = load_part(work_dir, key, log=_log) if work_dir else None
         if frames is not None:
-            _log(f"[templates] {group.task.name} {group.arch} n={group.n} R={len(group.runs)}: finished by an "
-                 "earlier run of this job, loaded")
+            _log(f"resuming: [templates] {group.task.name} {group.arch} n={group.n} R={len(group.runs)} was finished "
+                 "by an earlier run of this job; loaded")
         else:
             res = train_group(group)
             frames = (_group_frame(group, res), _curve_frame(group, res))
