@@ -7,6 +7,8 @@
 VENV ?= .venv
 PYTHON ?= python3
 ARGS ?=
+# pytest workers of `make test` (pytest-xdist: `auto` is one per CPU; 0 runs the tests in this process, one at a time)
+TEST_WORKERS ?= auto
 # Exact versions the results were produced with (empty: the version ranges of pyproject.toml only).
 CONSTRAINTS ?= envs/constraints.txt
 # Rules run `python -m featlearn ...`: put the environment's python first on PATH.
@@ -35,7 +37,10 @@ test: setup
 	snakefmt --check Snakefile workflow/rules/
 	ruff check src tests benchmarks
 	snakemake --lint
-	pytest $(ARGS)
+	# every test but the SLURM ones on every core (a module's tests, and those of the shared smoke run, stay in one
+	# worker: tests/conftest.py); then the SLURM tests alone, whose cluster has one node and time limits of a minute
+	pytest -n $(TEST_WORKERS) --dist loadgroup -m "not slurm" $(ARGS)
+	pytest -m slurm $(ARGS) || [ $$? -eq 5 ]  # 5: ARGS selected no SLURM test
 
 # The lowest versions pyproject.toml allows (envs/floors.txt), in their own environment, against the unit tests.
 test-floors:

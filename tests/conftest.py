@@ -67,3 +67,12 @@ def smoke_run(tmp_path_factory, shared_data):
     env = {"FEATLEARN_DATA_MIRROR": str(shared_data), "FEATLEARN_OFFLINE": "1"}
     result = check_ok(snakemake(work, *SMOKE, env=env, timeout=1800))  # the whole pipeline: generous on loaded machines
     return work, env, result
+
+
+def pytest_collection_modifyitems(config, items):
+    """Groups for pytest-xdist's ``--dist loadgroup`` (``make test`` runs the tests on every core): the tests of one
+    module run in one worker, so a module's fixtures (a workflow run) are made once; every test of the shared smoke run
+    (fixture ``smoke_run``) runs in one worker too, so the whole pipeline runs once, as without xdist."""
+    for item in items:
+        group = "smoke_run" if "smoke_run" in getattr(item, "fixturenames", ()) else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
