@@ -17,7 +17,8 @@ instead of starting over.
 
 A job that trains many independent pieces one after another (a templates sweep's groups) keeps each finished
 piece instead (``save_part``/``load_part``, under ``parts/`` of the same folder and checked against the same run
-identity), so a killed job trains only the pieces it had not finished; the compute command removes them with the
+identity), so a killed job trains only the pieces it had not finished; a loop of its own keeps its latest state the
+same way under one fixed key (the features classifiers, after an epoch). The compute command removes them with the
 checkpoint.
 """
 
@@ -184,6 +185,11 @@ def save_part(work_dir: str | os.PathLike, key: dict, value: Any) -> Path:
         with open(tmp, "wb") as fh:
             pickle.dump({"key": key, "identity": run_identity(), "value": value}, fh, protocol=pickle.HIGHEST_PROTOCOL)
     return path
+
+
+def remove_part(work_dir: str | os.PathLike, key: dict) -> None:
+    """Delete what ``save_part`` kept for ``key`` (a checkpoint kept under a fixed key, once its run is done)."""
+    _part_key(work_dir, key)[0].unlink(missing_ok=True)
 
 
 def load_part(work_dir: str | os.PathLike, key: dict, log: Callable[[str], None] = print) -> Any | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -515,6 +516,50 @@ def test_dropout_masks_do_not_depend_on_the_group(kind):
     plain = T.train(T.Settings(**{**settings.__dict__, "dropout": 0.0}), group[:1], splits, len(TINY_VOCAB), probes,
                     progress=False)
     assert not torch.allclose(plain.params["E"][0], together.params["E"][0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("optimizer,dropout,graph_safe", [("adagrad", 0.3, False), ("adam", 0.3, False),
+                                                        ("adagrad", 0.3, True), ("adam", 0.0, True)])
+def test_a_killed_training_resumes_from_its_checkpoint_and_gives_the_same_tables(tmp_path, monkeypatch, optimizer,
+                                                                                 dropout, graph_safe):
+    """With a resume folder the loop keeps its state at the end of an epoch (here after every epoch): a run killed in
+    its fourth epoch and rerun starts after the third and gives the uninterrupted run's tables and parameters exactly
+    (two seeds' data and dropout streams, the sparse Adagrad and Adam states, the graph-safe step's count run
+    uncaptured); the checkpoint is removed once the last epoch is done."""
+    from featlearn.training import PARTS_DIR
+
+    settings = _settings(kind="mlp", epochs=5, batch=3, lr=0.05, optimizer=optimizer, dropout=dropout, d=8,
+                         bucket_pool=2, dtype="float64", threads=0, cuda_graphs=graph_safe)
+    runs = [T.Run(1, "relu", 0.1), T.Run(2, "relu", 0.1), T.Run(2, "tanh", 0.5)]
+    splits, probes = tiny_splits(), T.Probes(tokens={"good": 3, "bad": 4})
+
+    def train(**kw):
+        return T.train(settings, runs, splits, len(TINY_VOCAB), probes, progress=False, capture=False, **kw)
+
+    clean = train()
+    work = tmp_path / "resume"
+    real, calls = T.epoch_batches, []
+
+    def killed_in_the_fourth_epoch(*args):
+        calls.append(1)
+        if len(calls) > 3 * 2:  # two seeds draw their batches each epoch
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(T, "epoch_batches", killed_in_the_fourth_epoch)
+    with pytest.raises(KeyboardInterrupt):
+        train(work_dir=str(work), checkpoint_seconds=0.0)
+    assert len(list((work / PARTS_DIR).glob("*.pkl"))) == 1
+    monkeypatch.setattr(T, "epoch_batches", real)
+    logged = []
+    monkeypatch.setattr(T, "_log", lambda label, message: logged.append(message))
+    resumed = train(work_dir=str(work), checkpoint_seconds=0.0)
+    assert logged == [f"resuming at epoch 3 of 5 from {work}"]
+    for name in ("scores", "metrics", "summary"):
+        pd.testing.assert_frame_equal(getattr(resumed, name), getattr(clean, name), check_exact=True)
+    for k in clean.params:
+        assert torch.equal(resumed.params[k], clean.params[k]), k
+    assert not list((work / PARTS_DIR).glob("*.pkl"))  # outside a compute job: removed at the end
 
 
 def test_training_learns_token_polarity():

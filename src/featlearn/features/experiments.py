@@ -144,6 +144,6 @@ def train_job(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
          f"{len(rows['train'])} train / {len(rows['dev'])} dev / {len(rows['test'])} test instances, "
          f"{len(probes.tokens) + len(probes.bigrams) + len(probes.positions) + len(probes.phrases)} probes")
     result = train(settings, runs, enc, len(vocab), probes, n_classes=max(n_classes, 2),
-                   label=f"{cfg['dataset']} {settings.kind} {settings.optimizer}")
+                   label=f"{cfg['dataset']} {settings.kind} {settings.optimizer}", work_dir=ctx.work_dir)
     write_tables(result, outputs["scores"], outputs["metrics"], outputs["summary"])
     _log(f"trained in {result.seconds:.1f} s")

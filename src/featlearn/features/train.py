@@ -33,6 +33,7 @@ the eager step runs and tables are unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
@@ -43,6 +44,7 @@ import pandas as pd
 import torch
 
 from featlearn.cudagraphs import GraphedSteps, captured, to_device
+from featlearn.training import load_part, remove_part, run_identity, save_part
 from featlearn.features.models import (
     InitScales,
     ModelSpec,
@@ -62,6 +64,9 @@ from featlearn.io import write_csv
 from featlearn.seeding import derived_seed
 
 PAD_ID = 0  # "<pad>" comes first in the prepared vocabularies; padded positions are masked anyway
+# A job with a resume folder saves its state at the end of the first epoch that ends this long after its last save
+# [D]: a paper-scale IMDB job's state is a few GB, written in seconds, so a killed job loses at most about this much.
+CHECKPOINT_SECONDS = 600.0
 UNK = "unk"
 
 
@@ -271,12 +276,20 @@ def probe_scores(spec: ModelSpec, params: dict[str, torch.Tensor], activations: 
 
 # ------------------------------------------------------------------------------------------- training
 def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab_size: int, probes: Probes,
-          n_classes: int = 2, progress: bool = True, label: str = "", capture: bool = True) -> Result:
+          n_classes: int = 2, progress: bool = True, label: str = "", capture: bool = True,
+          work_dir: str | None = None, checkpoint_seconds: float = CHECKPOINT_SECONDS) -> Result:
     """Train every run for ``settings.epochs`` epochs on ``splits["train"]``; evaluate on ``dev`` and
     ``test`` (when present) and log the probes after every epoch (epoch 0 included).
 
     With ``settings.cuda_graphs`` on a CUDA device the step is captured as a CUDA graph and replayed; with
-    ``capture=False`` the same graph-safe step runs uncaptured on any device (the CPU test of that step)."""
+    ``capture=False`` the same graph-safe step runs uncaptured on any device (the CPU test of that step).
+
+    With ``work_dir`` (a compute job's resume folder) the loop keeps a checkpoint there at the end of an epoch once
+    ``checkpoint_seconds`` have passed since the last one (``featlearn.training.save_part``: parameters, optimiser
+    state, the seeds' data and dropout streams, the step count and the logs so far, under the run identity), and a
+    rerun of a killed job starts after the epoch it saved; the tables equal an uninterrupted run's. Outside a
+    compute job the checkpoint is removed once the last epoch is done; inside one the compute command removes it
+    once the tables are written."""
     if settings.threads > 0:
         torch.set_num_threads(settings.threads)
     dev = torch.device(settings.device)
@@ -314,13 +327,31 @@ def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab
                 metric_rows.append((epoch, split, "accuracy", acc))
                 metric_rows.append((epoch, split, "loss", loss))
 
-    log_epoch(0, None)
     graph_safe = settings.cuda_graphs and (not capture or dev.type == "cuda")
     if graph_safe:
         graph_step = _GraphSafeStep(settings, spec, params, state, acts, seeds, run_of_seed, dev, dtype)
         stepper = GraphedSteps(graph_step, shared_pool=True) if captured(capture, dev) else graph_step
-    step = 0
-    for epoch in range(1, settings.epochs + 1):
+    step = first = 0
+    key = {"features checkpoint": dataclasses.asdict(settings), "runs": [dataclasses.asdict(r) for r in runs],
+           "vocab": vocab_size, "n_classes": n_classes, "train": len(train_enc)}
+    saved = load_part(work_dir, key, log=lambda m: _log(label, m)) if work_dir else None
+    if saved is None:
+        log_epoch(0, None)
+    else:  # a killed run of this job saved its state after epoch ``first``: go on from there
+        first, step = saved["epoch"], saved["step"]
+        for k, p in params.items():
+            p.copy_(saved["params"][k])
+            for slot, t in state[k].items():
+                t.copy_(saved["state"][k][slot])
+        for s in seeds:
+            data_gen[s].set_state(saved["data_gen"][s])
+            drop_gen[s].set_state(saved["drop_gen"][s])
+        if graph_safe:
+            graph_step.t.fill_(saved["graph_t"])
+        score_logs[:], metric_rows[:] = saved["score_logs"], saved["metric_rows"]
+        _log(label, f"resuming at epoch {first} of {settings.epochs} from {work_dir}")
+    saved_at = time.perf_counter()
+    for epoch in range(first + 1, settings.epochs + 1):
         plans = {s: epoch_batches(train_enc.lengths, settings.batch, settings.bucket_pool, data_gen[s]) for s in seeds}
         n_steps = len(plans[seeds[0]])
         epoch_loss = torch.zeros(R, dtype=torch.float64)
@@ -383,6 +414,17 @@ def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab
             print(f"[features] {label or spec.kind} R={R} epoch {epoch}/{settings.epochs} "
                   f"loss {float(epoch_loss.mean() / max(n_steps, 1)):.4f}{msg} ({time.perf_counter() - start:.0f}s)",
                   file=sys.stderr, flush=True)
+        if work_dir and epoch < settings.epochs and time.perf_counter() - saved_at >= checkpoint_seconds:
+            save_part(work_dir, key, {
+                "epoch": epoch, "step": step, "graph_t": float(graph_step.t) if graph_safe else 0.0,
+                "params": {k: p.detach().cpu() for k, p in params.items()},
+                "state": {k: {slot: t.cpu() for slot, t in st.items()} for k, st in state.items()},
+                "data_gen": {s: g.get_state() for s, g in data_gen.items()},
+                "drop_gen": {s: g.get_state() for s, g in drop_gen.items()},
+                "score_logs": score_logs, "metric_rows": metric_rows})
+            saved_at = time.perf_counter()
+    if work_dir and not run_identity():  # inside a compute job, its command removes it once the tables are written
+        remove_part(work_dir, key)
     seconds = time.perf_counter() - start
     return Result(_scores_table(meta, score_logs, spec.n_out), _metrics_table(meta, metric_rows),
                   _summary(meta, metric_rows), {k: p.detach().cpu() for k, p in params.items()}, spec, seconds)
@@ -509,6 +551,10 @@ class _GraphSafeStep:
             for name, g in zip(leaves, grads):
                 _update(st, self.params[name], g, self.state[name], bc1, sqrt_bc2)
             self.loss_sum.add_(run_loss.detach().double())
+
+
+def _log(label: str, message: str) -> None:
+    print(f"[features {label}] {message}" if label else f"[features] {message}", file=sys.stderr, flush=True)
 
 
 # -------------------------------------------------------------------------------------------- tables
