@@ -8,6 +8,11 @@
 #
 # The run happens in a clone of this checkout's HEAD (RUN_DIR, default ../featlearn-paper-run), so its results/ never
 # mix with a default-scale run's and its record names a commit; it is resumed when RUN_DIR already holds that clone.
+# A run killed half-way (hours of paper-scale training) resumes its trainings from what they kept (checkpoints, a
+# sweep's finished groups) only under the same code: KEEP_COMMIT=1 leaves the clone at its own commit instead of
+# moving it to HEAD, so that the run goes on where it stopped and its record names the commit it ran.
+#
+#   KEEP_COMMIT=1 RUN_DIR=/scratch/paper25 bash benchmarks/paper_evidence.sh fig_templates_25   # go on with a run
 # Figures the run could not finish are reported and left out; the rest are added even when some failed.
 set -uo pipefail
 
@@ -23,7 +28,11 @@ PAPERS="features scan_snap joma templates"
 if [ ! -d "$RUN_DIR/.git" ]; then
     git clone -q "$REPO" "$RUN_DIR" || exit 1
 fi
-git -C "$RUN_DIR" fetch -q "$REPO" HEAD && git -C "$RUN_DIR" checkout -q --detach FETCH_HEAD || exit 1
+if [ "${KEEP_COMMIT:-0}" = 1 ]; then
+    echo "paper-scale run at the clone's own commit $(git -C "$RUN_DIR" rev-parse --short HEAD) (KEEP_COMMIT=1)"
+else
+    git -C "$RUN_DIR" fetch -q "$REPO" HEAD && git -C "$RUN_DIR" checkout -q --detach FETCH_HEAD || exit 1
+fi
 
 paper_of() {  # fig_scan_snap_4 -> scan_snap
     local rule=$1 p

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -293,3 +294,36 @@ def test_the_command_line(tmp_path, capsys):
     main(["evidence", "list", "--evidence", str(root)])
     assert "| `joma` | Fig. 4 |" in capsys.readouterr().out
     assert read_claims(root / "joma" / "fig_joma_4" / "claims.csv")[0].claim_id == "fig4_drop"
+
+
+def test_the_evidence_script_moves_its_clone_to_head_unless_told_to_keep_its_commit(tmp_path):
+    """benchmarks/paper_evidence.sh runs in a clone: by default at this checkout's HEAD; with KEEP_COMMIT=1 at the
+    clone's own commit, so that a killed paper-scale run goes on under the code its trainings kept their state with.
+    (An unknown figure rule stops the script after the checkout, before any training.)"""
+    import subprocess
+
+    if not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    parent = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD~1"], capture_output=True, text=True)
+    if parent.returncode != 0:
+        pytest.skip("a checkout without history")
+    run_dir = tmp_path / "run"
+
+    def script(**env):
+        return subprocess.run(["bash", str(REPO / "benchmarks" / "paper_evidence.sh"), "not_a_figure"], cwd=REPO,
+                              capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "RUN_DIR": str(run_dir), **env})
+
+    def clone_head():
+        return subprocess.run(["git", "-C", str(run_dir), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+
+    first = script()
+    assert first.returncode == 2 and "not a figure rule: not_a_figure" in first.stderr
+    assert clone_head() == head
+    subprocess.run(["git", "-C", str(run_dir), "checkout", "-q", "--detach", parent.stdout.strip()], check=True)
+    kept = script(KEEP_COMMIT="1")
+    assert kept.returncode == 2 and "at the clone's own commit" in kept.stdout
+    assert clone_head() == parent.stdout.strip()
+    script()
+    assert clone_head() == head
