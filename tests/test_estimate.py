@@ -789,6 +789,24 @@ def test_the_benchmark_file_of_a_job_that_resumed_is_shown_and_not_used(tmp_path
     assert resumed.source == "benchmark file 12.5 s (of a job that resumed: its last run only, not used)"
 
 
+def test_a_job_of_several_parts_names_its_longest(tmp_path, monkeypatch):
+    """A job of several parts (a sweep's groups) says how long its longest part takes, evaluation share included: a
+    sweep killed at a time limit resumes group by group, so a limit shorter than that group never finishes it."""
+    parts = [E.Part(E.probe("sweep", {"n_probe": i, "runs": 4}, "runs"), steps=100 * (i + 1), runs=4) for i in range(3)]
+    monkeypatch.setattr(E, "cost_model", lambda node: lambda node, results: E.Cost(parts=parts, eval_share=0.5))
+    cache = tmp_path / "c.json"
+    prober = E.Prober("cpu", cache, probes={"sweep": lambda *a: {"seconds_per_step": 2.0}}, max_parts=0)
+    cache.write_text(json.dumps({json.dumps({"device": E.device_name("cpu", 1), "torch": prober.torch, "kind": "startup"},
+                                            sort_keys=True): {"seconds": 3.0}}))  # planted: no interpreter started
+    prober = E.Prober("cpu", cache, probes={"sweep": lambda *a: {"seconds_per_step": 2.0}}, max_parts=0)
+    node = E.estimate([_node("templates_sweep", {})], prober, {"scale": "paper"}, str(tmp_path / "results"))[0]
+    assert node.seconds == pytest.approx(3.0 + 600 * 2.0 * 1.5)
+    assert node.source.endswith("; longest part 15 min")  # 300 steps x 2 s x 1.5
+    monkeypatch.setattr(E, "cost_model", lambda node: lambda node, results: E.Cost(parts=parts[:1]))
+    single = E.estimate([_node("templates_sweep", {})], prober, {"scale": "paper"}, str(tmp_path / "results"))[0]
+    assert "longest part" not in single.source
+
+
 def test_the_estimate_against_the_paper_scale_evidence(repo, tmp_path):
     """benchmarks/estimate_vs_evidence.py: a modelled CPU job the committed evidence ran is estimated as the estimate
     command does (here from planted probes: start-up + steps x s/step x (1 + evaluation share)) and set beside the

@@ -689,7 +689,7 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
                 node.seconds, where = walls[node.label]
                 node.source += f"; {where}: {duration(node.seconds)}"
             continue
-        seconds, missing, notes = 0.0, [], []
+        seconds, longest, missing, notes = 0.0, 0.0, [], []
         recs = probe_parts(node.rule, node.cost.parts, prober)
         interpolated = sum(1 for r in recs if r and r.get("interpolated"))
         if interpolated:
@@ -701,6 +701,7 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
                 missing.append("not in the cache" if rec is None else rec["error"])
                 continue
             seconds += part.steps * rec["seconds_per_step"]
+            longest = max(longest, part.steps * rec["seconds_per_step"])
             if rec.get("note"):
                 notes.append(rec["note"])
         if missing:
@@ -711,6 +712,8 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
             node.seconds = start + seconds * (1 + node.cost.eval_share)
             node.source = "probe" + (f"; {notes[0]}" + (f" (+{len(notes) - 1} more parts)" if len(notes) > 1 else "")
                                      if notes else "")
+            if len(node.cost.parts) > 1:  # (a templates sweep, killed, resumes group by group: the least time limit)
+                node.source += f"; longest part {duration(longest * (1 + node.cost.eval_share))}"
         if bench_text:
             node.source += f"; {bench_text}"
     return scale_by_size(nodes)
