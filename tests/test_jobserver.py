@@ -338,16 +338,31 @@ def test_peer_uid_is_this_users_on_a_local_pair():
 
 
 def test_stale_server_folders_are_removed_and_live_ones_kept(tmp_path):
-    """Folders of runs that were killed (a socket nobody answers) go; a folder whose server answers stays."""
+    """Folders of runs that were killed (a socket nobody answers, a dead owner) go; a folder whose server answers
+    stays, and so does one that another run is setting up at this moment (its owner alive, no socket yet: two runs
+    started side by side used to remove each other's folder before its server could bind its socket)."""
     import socket
+    import time
 
+    hour_ago = time.time() - 3600
     stale = tmp_path / f"{jobserver.FOLDER_PREFIX}old"
     stale.mkdir()
     dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     dead.bind(str(stale / "server.sock"))  # bound, never listening, then closed: the file stays, nobody answers
     dead.close()
-    empty = tmp_path / f"{jobserver.FOLDER_PREFIX}empty"
+    os.utime(stale, (hour_ago, hour_ago))
+    empty = tmp_path / f"{jobserver.FOLDER_PREFIX}empty"  # left by a run killed before it wrote its owner file
     empty.mkdir()
+    os.utime(empty, (hour_ago, hour_ago))
+    fresh = tmp_path / f"{jobserver.FOLDER_PREFIX}fresh"  # just made by a run that has not written its owner file
+    fresh.mkdir()
+    starting = tmp_path / f"{jobserver.FOLDER_PREFIX}starting"  # another run, alive, before its server's socket
+    starting.mkdir()
+    (starting / jobserver.OWNER_FILE).write_text(str(os.getpid()))
+    os.utime(starting, (hour_ago, hour_ago))
+    orphan = tmp_path / f"{jobserver.FOLDER_PREFIX}orphan"  # its run died before its server started
+    orphan.mkdir()
+    (orphan / jobserver.OWNER_FILE).write_text(str(2**22 + 7))  # above Linux's largest pid: no such process
     live = tmp_path / f"{jobserver.FOLDER_PREFIX}live"
     live.mkdir()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -359,8 +374,9 @@ def test_stale_server_folders_are_removed_and_live_ones_kept(tmp_path):
         removed = jobserver.remove_stale_folders(str(tmp_path))
     finally:
         listener.close()
-    assert sorted(removed) == sorted([str(stale), str(empty)])
-    assert live.is_dir() and other.is_dir() and not stale.exists() and not empty.exists()
+    assert sorted(removed) == sorted([str(stale), str(empty), str(orphan)])
+    assert live.is_dir() and other.is_dir() and fresh.is_dir() and starting.is_dir()
+    assert not stale.exists() and not empty.exists() and not orphan.exists()
 
 
 def test_benchmark_adds_the_workers_usage_of_the_same_run_only(tmp_path):

@@ -265,6 +265,10 @@ def _remove_socket(path: str) -> None:
     folder = os.path.dirname(path)
     if os.path.basename(folder).startswith(FOLDER_PREFIX):
         try:
+            os.remove(os.path.join(folder, OWNER_FILE))
+        except OSError:
+            pass
+        try:
             os.rmdir(folder)
         except OSError:
             pass
@@ -272,7 +276,9 @@ def _remove_socket(path: str) -> None:
 
 def remove_stale_folders(tmp: str | None = None) -> list[str]:
     """Remove this user's server folders left in the temporary folder by runs that were killed (no server
-    answers on their socket); returns the folders removed. A folder whose server still answers is kept."""
+    answers on their socket); returns the folders removed. A folder whose server still answers is kept, and so is
+    one whose run is alive (its ``owner`` file names the process that made it: another run starting its server at
+    this moment, before the socket exists) or, without an owner file, one made in the last minute."""
     import glob
     import shutil
     import tempfile
@@ -280,9 +286,13 @@ def remove_stale_folders(tmp: str | None = None) -> list[str]:
     removed = []
     for folder in glob.glob(os.path.join(tmp or tempfile.gettempdir(), FOLDER_PREFIX + "*")):
         try:
-            if os.stat(folder).st_uid != os.getuid():
+            st = os.stat(folder)
+            if st.st_uid != os.getuid():
                 continue
         except OSError:
+            continue
+        if _owner_alive(folder) or (not os.path.exists(os.path.join(folder, OWNER_FILE))
+                                    and time.time() - st.st_mtime < FRESH_S):
             continue
         sock_path = os.path.join(folder, "server.sock")
         if os.path.exists(sock_path):
@@ -327,6 +337,26 @@ def _kill(pid: int) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ workflow
+OWNER_FILE = "owner"  # in a server folder: the pid of the run that made it
+FRESH_S = 60.0  # a folder without an owner file this young may be one that another run is making
+
+
+def _owner_alive(folder: str) -> bool:
+    """Whether the process named by the folder's owner file is alive (False without a readable owner file)."""
+    try:
+        with open(os.path.join(folder, OWNER_FILE)) as fh:
+            pid = int(fh.read().strip())
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
 def start(log_dir: str, src: str, parent: int) -> tuple | None:
     """Start a server for this run (the Snakefile's ``onstart``), logging to a file of its own in ``log_dir``
     (:func:`run_log_path`), and point the jobs at it; returns what :func:`stop` needs, or None when the server
@@ -338,6 +368,8 @@ def start(log_dir: str, src: str, parent: int) -> tuple | None:
 
     remove_stale_folders()
     folder = tempfile.mkdtemp(prefix=FOLDER_PREFIX)  # mode 0700: only this user can reach the socket
+    with open(os.path.join(folder, OWNER_FILE), "w") as fh:  # so that a run starting beside it leaves it alone
+        fh.write(str(os.getpid()))
     log_path = run_log_path(log_dir, parent)
     path = os.path.join(folder, "server.sock")
     os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
