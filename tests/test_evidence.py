@@ -105,6 +105,40 @@ def test_a_job_that_resumed_is_recorded_and_its_figure_time_is_a_lower_bound(tmp
     assert "| ≥ 0.03 |" in index and "≥: a lower bound" in index
 
 
+def test_a_resumed_job_whose_log_times_its_earlier_runs_counts_them(tmp_path):
+    """A job that resumed and whose log gives its killed runs' wall time (the compute command's job clock): the record
+    keeps those seconds, the figure's hours add them to the benchmark file's and are no longer a lower bound; a resumed
+    job's log without that line keeps the lower bound."""
+    from featlearn.pipeline.benchfiles import job_earlier_wall
+
+    work = _paper_run(tmp_path / "work")
+    bench = work / "results" / "benchmarks" / "joma" / "eq6.tsv"
+    log = work / "results" / "logs" / "joma" / "eq6.log"
+    first = log.read_text()
+    earlier = "featlearn: earlier runs of this job: 3479.5 s of wall time in 2 runs, killed (their kept work is in w)\n"
+    log.write_text(first + earlier)
+    assert job_earlier_wall(bench) == 0.0  # the line without a resume: the job started afresh, its file timed it all
+    log.write_text(first + earlier + "[lm eq6] resuming at step 300 from w/resume.pt\n")
+    assert job_earlier_wall(bench) == pytest.approx(3479.5)
+    prepared = evidence.prepared_path(work / "results", "joma", "fig_joma_4")
+    evidence.prepare("joma", json.loads(prepared.read_text())["entry"], {}, {}, work / "results" / "run.json", prepared, work)
+    add_figures("joma", None, work, root=tmp_path / "a" / "paper", readme=None)
+    fig = read_figure(tmp_path / "a" / "paper" / "joma" / "fig_joma_4")
+    job = fig.record["jobs"][0]
+    assert job["resumed"] is True and job["earlier_runs_s"] == pytest.approx(3479.5)
+    assert fig.compute_hours() == pytest.approx((120.5 + 3479.5) / 3600) and not fig.lower_bound()
+    index = (tmp_path / "a" / "README.md").read_text()
+    assert "| 1.00 * |" in index and "*: a job of that figure resumed" in index and "≥" not in index
+
+    log.write_text(first + "[lm eq6] resuming at step 300 from w/resume.pt\n")  # a log from before the job clock
+    assert math.isnan(job_earlier_wall(bench))
+    evidence.prepare("joma", json.loads(prepared.read_text())["entry"], {}, {}, work / "results" / "run.json", prepared, work)
+    add_figures("joma", None, work, root=tmp_path / "b" / "paper", readme=None)
+    fig = read_figure(tmp_path / "b" / "paper" / "joma" / "fig_joma_4")
+    assert fig.record["jobs"][0]["earlier_runs_s"] is None and fig.lower_bound()
+    assert fig.compute_hours() == pytest.approx(120.5 / 3600)
+
+
 def test_resumed_lines_are_told_from_others(tmp_path):
     """What counts as a resumed job's log line: a message that starts with "resuming", after its tag if any."""
     from featlearn.pipeline.benchfiles import job_resumed

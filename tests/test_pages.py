@@ -188,6 +188,11 @@ def test_compute_table_counts_a_shared_job_once(tmp_path):
     log.write_text("[lm x] resuming at step 40 from w/resume.pt\n")
     text, _ = render_compute(compute, record)
     assert "1 of the jobs resumed from an earlier run of themselves" in text and "lower bounds" in text
+    # its log gives the earlier runs' wall time (the compute command's job clock): said, and no longer a lower bound
+    log.write_text("featlearn: earlier runs of this job: 600.0 s of wall time in 1 run, killed (their kept work is in w)\n"
+                   "[lm x] resuming at step 40 from w/resume.pt\n")
+    text, _ = render_compute(compute, record)
+    assert "the logs of 1 of them give those runs' wall time, 10.0 min in all." in text and "lower bounds" not in text
 
 
 def test_compute_table_says_where_each_compute_job_ran(tmp_path):

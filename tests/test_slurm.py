@@ -456,6 +456,12 @@ def test_the_resubmitted_training_resumed_from_its_checkpoint(long_runs):
     step = int(resumed.group(1))
     assert 0 < step < fig7["iterations"] and step % fig7["checkpoint_every"] == 0, logs[1][-2000:]
     assert resumed.group(2) == LONG_RESUME
+    # each resubmission's log gives the wall time of the killed submissions before it (the job clock): at most their
+    # one-minute allocations, less what the clock had not yet written (its 30-s interval) and the start-up before it
+    for n, text in enumerate(logs[1:], start=1):
+        earlier = re.search(r"^featlearn: earlier runs of this job: ([0-9.]+) s of wall time in (\d+) run", text, re.M)
+        assert earlier and int(earlier.group(2)) == n, text[-2000:]
+        assert 0 < float(earlier.group(1)) <= 100 * n, text[-2000:]
     last = re.search(r"resuming at step (\d+)", logs[-1])
     assert f"done: {fig7['iterations'] - (int(last.group(1)) if last else 0)} steps" in logs[-1], logs[-1][-2000:]
     assert not (work / LONG_RESUME).exists()  # removed once the tables were written

@@ -15,8 +15,9 @@ import torch
 
 from featlearn.io import write_csv
 from featlearn.seeding import SEED_STRIDE, derived_seed
-from featlearn.training import (IDENTITY_ENV, PARTS_DIR, RESUME_FILE, load_part, remove_checkpoint, resumable_training,
-                                save_part)
+from featlearn.pipeline.benchfiles import EARLIER_LINE
+from featlearn.training import (CLOCK_FILE, IDENTITY_ENV, PARTS_DIR, RESUME_FILE, JobClock, has_kept_work, load_part,
+                                remove_checkpoint, resumable_training, save_part)
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -181,9 +182,12 @@ def test_a_compute_job_that_dies_before_its_outputs_resumes_and_removes_its_chec
     assert failed.returncode != 0 and not out.exists(), failed.stderr
     assert torch.load(work / RESUME_FILE, weights_only=True)["step"] == 8  # kept past the last step (10)
     (work / f".{RESUME_FILE}.x1y2.part").write_bytes(b"half")  # a save killed half-way
+    assert json.loads((work / CLOCK_FILE).read_text())["runs"] == 1  # the failed run's wall time is kept with its work
     resumed = compute(work, out, {})
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(out.read_text())["start"] == 8
+    m = EARLIER_LINE.match(next(line for line in resumed.stdout.splitlines() if line.startswith("featlearn: earlier")))
+    assert m and m["runs"] == "1" and 0 < float(m["s"]) < 300  # the failed run's seconds, in the rerun's log
     assert not any(work.iterdir())  # the outputs are written: checkpoint and partial save removed
     clean = compute(tmp_path / "clean", tmp_path / "clean.json", {})
     assert clean.returncode == 0, clean.stderr
@@ -221,6 +225,63 @@ def test_a_finished_part_is_loaded_only_under_its_own_key_and_run_identity(tmp_p
     (tmp_path / RESUME_FILE).write_bytes(b"ckpt")
     remove_checkpoint(tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+CLOCK_JOB = """
+import os, sys, time
+from pathlib import Path
+from featlearn.training import JobClock, save_part
+work = Path(sys.argv[1])
+save_part(work, {"piece": 1}, "kept")  # work a rerun would go on from
+JobClock(work, interval=0.05).start()
+Path(sys.argv[2]).write_text("started")
+time.sleep(60)
+"""
+
+
+def test_the_job_clock_gives_a_rerun_the_wall_time_of_the_killed_runs_whose_work_it_keeps(tmp_path, monkeypatch):
+    """``JobClock``: a run killed with SIGKILL leaves its seconds so far (to within the clock's interval) beside its kept
+    work; a rerun under the same run identity counts them and logs them in the line the benchmark reader parses. Without
+    kept work, under another identity or with a torn clock file the earlier time is none; ``close`` removes the file."""
+    import signal
+    import time
+
+    ident = '{"code": "c1", "threads": 1}'
+    monkeypatch.setenv(IDENTITY_ENV, ident)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("FEATLEARN_")}, IDENTITY_ENV: ident,
+           "PYTHONPATH": str(SRC)}
+    work, started = tmp_path / "work", tmp_path / "started"
+    proc = subprocess.Popen([sys.executable, "-c", CLOCK_JOB, str(work), str(started)], env=env)
+    deadline = time.monotonic() + 120
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert has_kept_work(work) and json.loads((work / CLOCK_FILE).read_text())["runs"] == 1
+
+    clock = JobClock(work)
+    assert clock.earlier_runs == 1 and 0.9 <= clock.earlier_s <= 30  # the second it ran, less at most one interval
+    m = EARLIER_LINE.match(clock.line())
+    assert m and float(m["s"]) == pytest.approx(clock.earlier_s, abs=0.05) and m["runs"] == "1"
+    clock.start()
+    time.sleep(0.1)
+    clock.stop()  # stopped after a failure: the file stays, now counting both runs
+    saved = json.loads((work / CLOCK_FILE).read_text())
+    assert saved["runs"] == 2 and saved["seconds"] >= clock.earlier_s + 0.1
+    assert JobClock(work).earlier_runs == 2
+
+    monkeypatch.setenv(IDENTITY_ENV, '{"code": "c2", "threads": 1}')  # the code changed: its work is not resumed
+    assert JobClock(work).earlier_s == 0.0 and JobClock(work).line() is None
+    monkeypatch.setenv(IDENTITY_ENV, ident)
+    (work / CLOCK_FILE).write_text('{"seconds": 3')  # torn
+    assert JobClock(work).earlier_runs == 0
+    (work / CLOCK_FILE).write_text(json.dumps(saved))
+    remove_checkpoint(work)  # the kept work is gone: a rerun starts afresh, and so does its clock
+    assert not has_kept_work(work) and JobClock(work).earlier_runs == 0
+    done = JobClock(work).start()
+    done.close()
+    assert not (work / CLOCK_FILE).exists()
 
 
 def test_derived_seeds_are_the_stride_formula_and_never_collide():

@@ -20,6 +20,10 @@ piece instead (``save_part``/``load_part``, under ``parts/`` of the same folder 
 identity), so a killed job trains only the pieces it had not finished; a loop of its own keeps its latest state the
 same way under one fixed key (the features classifiers, after an epoch). The compute command removes them with the
 checkpoint.
+
+A killed job's earlier runs are timed too (:class:`JobClock`, a file beside the checkpoint that the compute command
+keeps up to date): a rerun that finds kept work logs how long the runs before it computed, so a resumed job's whole
+wall time is known although Snakemake's benchmark file times its last run only.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import json
 import os
 import pickle
 import shutil
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -41,6 +46,7 @@ from featlearn.precision import full_precision
 
 RESUME_FILE = "resume.pt"
 PARTS_DIR = "parts"
+CLOCK_FILE = "clock.json"
 IDENTITY_ENV = "FEATLEARN_RUN_IDENTITY"
 
 
@@ -212,3 +218,83 @@ def load_part(work_dir: str | os.PathLike, key: dict, log: Callable[[str], None]
         path.unlink(missing_ok=True)
         return None
     return saved["value"]
+
+
+def has_kept_work(work_dir: str | os.PathLike) -> bool:
+    """Whether a killed run of a job left work in ``work_dir`` for a rerun to go on from (a checkpoint or parts)."""
+    work = Path(work_dir)
+    return (work / RESUME_FILE).is_file() or any((work / PARTS_DIR).glob("*.pkl"))
+
+
+class JobClock:
+    """The wall time of all the runs of one compute job, kept in its resume folder (``clock.json``: seconds, runs,
+    run identity) and rewritten every ``interval`` seconds by a daemon thread, so a run killed without warning loses
+    at most that much of it.
+
+    A run that starts where a killed one left kept work (:func:`has_kept_work`) under the same run identity counts
+    the earlier runs' seconds (``earlier_s``, ``earlier_runs``): the time that work cost, with whatever was computed
+    after its last checkpoint and is computed again. Without kept work, or under another identity, the clock starts
+    at zero. The compute command prints :meth:`line` in the job's log and removes the file (:meth:`close`) once the
+    job's outputs are written."""
+
+    def __init__(self, work_dir: str | os.PathLike, interval: float = 30.0):
+        self.path = Path(work_dir) / CLOCK_FILE
+        self.interval = interval
+        self.earlier_s, self.earlier_runs = 0.0, 0
+        self.identity = run_identity()
+        if has_kept_work(work_dir):
+            try:
+                saved = json.loads(self.path.read_text())
+                if saved.get("identity") == self.identity:
+                    self.earlier_s, self.earlier_runs = float(saved["seconds"]), int(saved["runs"])
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # no clock or an unreadable one: the earlier runs' time is unknown, counted as none
+        self._t0 = time.perf_counter()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def seconds(self) -> float:
+        """Wall seconds of every run so far, this one included."""
+        return self.earlier_s + time.perf_counter() - self._t0
+
+    def line(self) -> str | None:
+        """The log line of a run that follows killed ones (None for a first run): ``featlearn.pipeline.benchfiles``
+        reads the seconds back."""
+        if not self.earlier_runs:
+            return None
+        return (f"featlearn: earlier runs of this job: {self.earlier_s:.1f} s of wall time in {self.earlier_runs} "
+                f"run{'s' if self.earlier_runs != 1 else ''}, killed (their kept work is in {self.path.parent})")
+
+    def _write(self) -> None:
+        with atomic_path(self.path) as tmp:
+            tmp.write_text(json.dumps({"seconds": round(self.seconds(), 3), "runs": self.earlier_runs + 1,
+                                       "identity": self.identity}))
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self._write()
+            except OSError:  # a full or vanished disk must not kill the job: its clock just stops
+                return
+
+    def start(self) -> JobClock:
+        self._write()
+        self._thread = threading.Thread(target=self._tick, name="featlearn-job-clock", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop rewriting the file, once its last time is written (it stays, for a rerun after a failure)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+            try:
+                self._write()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """The job is done: stop and remove the file."""
+        self.stop()
+        self.path.unlink(missing_ok=True)

@@ -242,12 +242,12 @@ def test_vectorised_training_equals_separate_runs():
 # ------------------------------------------------------------------ CUDA graphs of the vectorised step (issue 34)
 
 
-def _vectorised(device: str = "cpu", **kw) -> tuple[list, list]:
-    """Three seeds trained together for 7 steps, logged at steps 0, 3, 6: (their models, the logs)."""
+def _vectorised(device: str = "cpu", vectorise: bool = True, **kw) -> tuple[list, list]:
+    """Three seeds trained together (or in a loop) for 7 steps, logged at steps 0, 3, 6: (their models, the logs)."""
     seeds = [1, 2, 3]
     hiers = [Hy.make_hierarchy([4, 6], 5, 2, M=20, T=8, generator=s) for s in seeds]
     models = [T1.build_model(20, 5, CFG, s).to(device) for s in seeds]
-    logs = T1.train(models, hiers, seeds, {**CFG, "steps": 7, "log_every": 3}, vectorise=True, **kw)
+    logs = T1.train(models, hiers, seeds, {**CFG, "steps": 7, "log_every": 3}, vectorise=vectorise, **kw)
     return models, logs
 
 
@@ -280,6 +280,43 @@ def test_the_switch_leaves_a_vectorised_cell_table_unchanged_on_a_cpu(tmp_path):
     for graphs in (False, True):
         T1.table1_cell({**cfg, "cuda_graphs": graphs}, {}, {"cell": str(tmp_path / f"{graphs}.csv")}, CPU)
     assert (tmp_path / "False.csv").read_bytes() == (tmp_path / "True.csv").read_bytes()
+
+
+@pytest.mark.parametrize("mode", ["loop", "vectorised", "graph-safe"])
+def test_a_killed_cell_resumes_from_its_kept_state_and_trains_as_an_uninterrupted_one(tmp_path, monkeypatch, capsys, mode):
+    """With a resume folder the trainer keeps its state after a step (here after every one): killed while drawing the
+    class counts of step 5 and rerun, it goes on from the last kept step and gives the uninterrupted run's logs and
+    parameters exactly, in a loop over the seeds, vectorised, and with the graph-safe step run uncaptured (its counts
+    staged two steps at a time); the kept state is removed at the end outside a compute job."""
+    from featlearn import cudagraphs
+    from featlearn.training import PARTS_DIR
+
+    monkeypatch.setattr(cudagraphs, "STAGE_BYTES", 2 * 3 * 5 * 8)
+    kw = {"vectorise": mode != "loop", "cuda_graphs": mode == "graph-safe", "capture": False}
+    clean, clean_logs = _vectorised(**kw)
+    work = tmp_path / "resume"
+    real, calls = T1._class_counts, []
+
+    def killed_at_step_five(*args):
+        calls.append(1)
+        if len(calls) > 4 * 3:  # three seeds draw their counts each step
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(T1, "_class_counts", killed_at_step_five)
+    with pytest.raises(KeyboardInterrupt):
+        _vectorised(**kw, work_dir=str(work), checkpoint_seconds=0.0)
+    assert len(list((work / PARTS_DIR).glob("*.pkl"))) == 1
+    monkeypatch.setattr(T1, "_class_counts", real)
+    capsys.readouterr()
+    resumed, logs = _vectorised(**kw, work_dir=str(work), checkpoint_seconds=0.0)
+    # steps 0-3 trained (staged in pairs, the graph-safe step's pair 4-5 was being drawn), so step 4 goes on
+    assert f"[joma table1] resuming at step 4 of 7 from {work}" in capsys.readouterr().err.splitlines()
+    assert logs == clean_logs and len(logs[0]) == 3
+    for m, n in zip(clean, resumed):
+        for (name, p), q in zip(m.named_parameters(), n.parameters()):
+            assert torch.equal(p, q), name
+    assert not list((work / PARTS_DIR).glob("*.pkl"))  # outside a compute job: removed at the end
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

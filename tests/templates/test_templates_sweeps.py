@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -280,6 +281,8 @@ def test_a_sweep_job_killed_mid_group_resumes_from_its_finished_groups_and_remov
     assert rerun.returncode == 0, rerun.stderr
     assert "resuming: [templates] aba_abb mlp n=4 R=1 was finished by an earlier run of this job; loaded" in rerun.stderr
     assert "mlp n=4096 R=1 epoch" in rerun.stderr  # the unfinished group trained again
+    assert re.search(r"^featlearn: earlier runs of this job: [0-9.]+ s of wall time in 1 run,", rerun.stdout, re.M)
+    assert not (work / "clock.json").exists()  # the job clock's file goes with the kept groups
     assert not (work / PARTS_DIR).exists()  # the table is written: kept groups removed
     clean = tmp_path / "clean.csv"
     before = torch.get_num_threads()

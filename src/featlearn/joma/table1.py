@@ -31,6 +31,11 @@ the same generators in the same order and moved to the device many steps at a ti
 losses between replays, at the same steps as the eager loop. The graph-safe step computes what the eager step
 computes up to float rounding (fused Adam against the default one; tested on the CPU, where it runs uncaptured).
 On a CPU, or with ``vectorise: false``, the switch does nothing: the eager step runs and tables are unchanged.
+Resume (a compute job's resume folder): the trainer keeps its state after a step once ``CHECKPOINT_SECONDS`` have
+passed since the last save (``featlearn.training.save_part``: parameters, optimiser state, step, the logged losses);
+a rerun of a killed cell draws the class counts of the steps already trained again (the generators' draws are cheap
+and this holds for the staged draws of the graph step too) and goes on from the saved step, so its table equals an
+uninterrupted run's.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import copy
 import math
 import sys
 import time
+from collections.abc import Callable
 
 import pandas as pd
 import torch
@@ -50,6 +56,10 @@ from featlearn.cudagraphs import GraphedSteps, StagedBatches, captured
 from featlearn.io import write_csv
 from featlearn.joma.hierarchy import Hierarchy, cooccurrence, hblt_pair, hblt_rho0, make_hierarchy, sample_hblt, theorem5
 from featlearn.seeding import derived_seed
+from featlearn.training import load_part, remove_part, run_identity, save_part
+
+# a killed cell resumes from its last save; one every 10 minutes of training costs a negligible share of a cell's time
+CHECKPOINT_SECONDS = 600.0
 
 # ----------------------------------------------------------------------------- model
 
@@ -176,12 +186,17 @@ def _weighted_ce(logits: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
 
 
 def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg: dict, vectorise: bool = False,
-          progress: bool = False, cuda_graphs: bool = False, capture: bool = True) -> list[list[float]]:
+          progress: bool = False, cuda_graphs: bool = False, capture: bool = True, work_dir: str | None = None,
+          checkpoint_seconds: float = CHECKPOINT_SECONDS) -> list[list[float]]:
     """Train models[i] on hiers[i] in place (Adam, cfg: steps, batch, lr, wd, log_every); returns each
     run's batch losses at the logged steps. Runs share one vmap'ed pass when ``vectorise`` (on a 2-core
     CPU a plain loop over the runs measured faster: vmap turns the linear layers into slower bmm).
     With ``cuda_graphs`` the vectorised step is captured as a CUDA graph and replayed on a CUDA device; with
-    ``capture=False`` the same graph-safe step runs uncaptured on any device (the CPU test of that step)."""
+    ``capture=False`` the same graph-safe step runs uncaptured on any device (the CPU test of that step).
+
+    With ``work_dir`` (a compute job's resume folder) the state is kept after a step once ``checkpoint_seconds``
+    have passed since the last save, and a rerun goes on from there (module docstring); outside a compute job the
+    kept state is removed at the end, inside one the compute command removes it once the cell's table is written."""
     if not (len(models) == len(hiers) == len(seeds)):
         raise ValueError("models, hiers and seeds need one entry each per run")
     C = hiers[0].n_classes
@@ -208,7 +223,29 @@ def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg
                 print(f"  step {step}/{steps}: loss {' '.join(f'{v:.4f}' for v in losses.tolist())} "
                       f"({time.perf_counter() - start:.1f} s)", file=sys.stderr, flush=True)
 
-    if vectorise and len(models) > 1:
+    vectorised = vectorise and len(models) > 1
+    graph_safe = vectorised and cuda_graphs and (not capture or device.type == "cuda")
+    key = {"joma table1 cell": cfg, "seeds": list(seeds), "vectorised": vectorised, "graph_safe": graph_safe}
+    saved = load_part(work_dir, key, log=lambda m: print(f"[joma table1] {m}", file=sys.stderr, flush=True)) \
+        if work_dir else None
+    first = 0 if saved is None else saved["step"]
+    if saved is not None:
+        for lst, kept in zip(logs, saved["logs"], strict=True):
+            lst[:] = kept
+        for _ in range(first):  # the class counts of the steps already trained, drawn again: the same stream
+            host_counts()
+        print(f"[joma table1] resuming at step {first} of {steps} from {work_dir}", file=sys.stderr, flush=True)
+    saved_at = time.perf_counter()
+
+    def keep(step: int, state: Callable[[], dict]) -> None:
+        """After ``step``: save what a rerun needs (``state()``), once ``checkpoint_seconds`` have passed since the
+        last save."""
+        nonlocal saved_at
+        if work_dir and step < steps - 1 and time.perf_counter() - saved_at >= checkpoint_seconds:
+            save_part(work_dir, key, {"step": step + 1, "logs": logs, **_on_cpu(state())})
+            saved_at = time.perf_counter()
+
+    if vectorised:
         params, buffers = stack_module_state(models)
         base = copy.deepcopy(models[0]).to("meta")
 
@@ -217,33 +254,44 @@ def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg
             return _weighted_ce(logits, n)
 
         batched = vmap(run_loss)
-        if cuda_graphs and (not capture or device.type == "cuda"):
-            opt = graph_optimizer(params, cfg)
-            staged = StagedBatches(lambda: (host_counts(),), steps, device)
+        opt = graph_optimizer(params, cfg) if graph_safe else torch.optim.Adam(params.values(), lr=cfg["lr"],
+                                                                              weight_decay=cfg["wd"])
+        if saved is not None:
+            with torch.no_grad():
+                for name, p in params.items():
+                    p.copy_(saved["params"][name])
+            opt.load_state_dict(saved["opt"])
+        if graph_safe:
+            staged = StagedBatches(lambda: (host_counts(),), steps - first, device)
             loss_out = torch.zeros(len(models), dtype=next(iter(params.values())).dtype, device=device)
 
             def step_fn(n):
                 _graph_step(batched, params, buffers, seqs, n, opt, loss_out)
 
             graph_step = GraphedSteps(step_fn) if captured(capture, device) else step_fn
-            for step in range(steps):
-                graph_step(*staged[step])
+            for step in range(first, steps):
+                graph_step(*staged[step - first])
                 log(step, loss_out)  # reads the losses at logged steps only, between replays
+                keep(step, lambda: {"params": params, "opt": opt.state_dict()})
         else:
-            opt = torch.optim.Adam(params.values(), lr=cfg["lr"], weight_decay=cfg["wd"])
-            for step in range(steps):
+            for step in range(first, steps):
                 losses = batched(params, buffers, seqs, counts())
                 opt.zero_grad(set_to_none=True)
                 losses.sum().backward()  # runs do not share parameters: each gets its own gradient
                 opt.step()
                 log(step, losses.detach())
+                keep(step, lambda: {"params": params, "opt": opt.state_dict()})
         with torch.no_grad():
             for i, m in enumerate(models):
                 for name, p in m.named_parameters():
                     p.copy_(params[name][i])
     else:
         opts = [torch.optim.Adam(m.parameters(), lr=cfg["lr"], weight_decay=cfg["wd"]) for m in models]
-        for step in range(steps):
+        if saved is not None:
+            for m, opt, m_state, opt_state in zip(models, opts, saved["models"], saved["opts"], strict=True):
+                m.load_state_dict(m_state)
+                opt.load_state_dict(opt_state)
+        for step in range(first, steps):
             n = counts()
             losses = []
             for i, (m, opt) in enumerate(zip(models, opts)):
@@ -254,7 +302,21 @@ def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg
                 opt.step()
                 losses.append(loss.detach())
             log(step, torch.stack(losses))
+            keep(step, lambda: {"models": [m.state_dict() for m in models], "opts": [o.state_dict() for o in opts]})
+    if work_dir and not run_identity():  # inside a compute job, its command removes it once the table is written
+        remove_part(work_dir, key)
     return logs
+
+
+def _on_cpu(obj):
+    """A copy of ``obj`` (dicts, lists, tuples of tensors and numbers) with every tensor detached onto the CPU."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().to("cpu", copy=True)
+    if isinstance(obj, dict):
+        return {k: _on_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_on_cpu(v) for v in obj)
+    return obj
 
 
 def graph_optimizer(params: dict[str, torch.Tensor], cfg: dict) -> torch.optim.Adam:
@@ -302,7 +364,8 @@ def table1_cell(cfg: dict, inputs: dict, outputs: dict, ctx) -> None:
 
     before = [(level_ncorrs(m, h, e), population_loss(m, h)) for m, h, e in zip(models, hiers, evals)]
     start = time.perf_counter()
-    train(models, hiers, seeds, cfg, vectorise=cfg["vectorise"], progress=True, cuda_graphs=cfg["cuda_graphs"])
+    train(models, hiers, seeds, cfg, vectorise=cfg["vectorise"], progress=True, cuda_graphs=cfg["cuda_graphs"],
+          work_dir=ctx.work_dir)
     print(f"  trained in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
     after = [(level_ncorrs(m, h, e), population_loss(m, h)) for m, h, e in zip(models, hiers, evals)]
 

@@ -78,6 +78,28 @@ def job_resumed(benchmark: str | os.PathLike) -> bool:
         return False
 
 
+# the compute command's line in the log of a rerun after a kill (featlearn.training.JobClock.line)
+EARLIER_LINE = re.compile(r"^featlearn: earlier runs of this job: (?P<s>[0-9.]+) s of wall time in (?P<runs>\d+) run")
+
+
+def job_earlier_wall(benchmark: str | os.PathLike) -> float:
+    """Wall seconds of the earlier, killed runs of the job of this benchmark file whose kept work it resumed: 0.0 for
+    a job that did not resume (its file timed all of it), NaN for one that resumed without its log giving them (a log
+    written before the job clock existed). The job's whole wall time is the file's plus this."""
+    try:
+        with open(_log_path(benchmark), errors="replace") as fh:
+            lines = fh.readlines()
+    except OSError:
+        return 0.0
+    if not any(RESUMED_LINE.match(line) for line in lines):
+        return 0.0
+    for line in lines:
+        m = EARLIER_LINE.match(line.strip())
+        if m:
+            return float(m["s"])
+    return math.nan
+
+
 JOB_DEVICE_LINE = re.compile(r"^featlearn: device (?P<device>.+?) \(asked: (?P<asked>[^)]*)\); torch threads (?P<threads>\d+)"
                              r"(?:; precision (?P<precision>\w+))?")
 

@@ -90,10 +90,21 @@ def _main(args) -> None:
     # gets its own environment back
     before = os.environ.get(IDENTITY_ENV)
     os.environ[IDENTITY_ENV] = json.dumps(run_identity(inputs, args.threads, ctx.device, args.precision), sort_keys=True)
+    clock = None
     try:
+        if ctx.work_dir:
+            # the wall time of this job's runs, kept beside its checkpoint: a rerun after a kill logs the earlier
+            # runs' seconds (featlearn.training.JobClock), which Snakemake's benchmark file of the last run leaves out
+            from featlearn.training import JobClock
+
+            clock = JobClock(ctx.work_dir).start()
+            if clock.line():
+                print(clock.line(), flush=True)
         with arithmetic:
             run_job(args.run, json.loads(args.settings), inputs, json.loads(args.outputs), ctx)
     finally:
+        if clock is not None:
+            clock.stop()
         if before is None:
             os.environ.pop(IDENTITY_ENV, None)
         else:
@@ -104,6 +115,7 @@ def _main(args) -> None:
         from featlearn.training import remove_checkpoint
 
         remove_checkpoint(ctx.work_dir)
+        clock.close()
 
 
 def register(sub) -> None:

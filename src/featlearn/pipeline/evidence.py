@@ -83,15 +83,29 @@ class Figure:
         return f"{date}, commit `{commit[:10]}`{dirty}, {self.devices()}, {self.run.get('precision', 'fp32')}"
 
     def compute_hours(self) -> float:
-        """Wall hours of its compute jobs summed (NaN when no job has a benchmark file); a lower bound where a job
-        resumed from an earlier run of itself (``resumed``: its benchmark file timed the last run only)."""
-        walls = [j["wall_s"] for j in self.record.get("jobs", []) if isinstance(j.get("wall_s"), (int, float))
-                 and not math.isnan(j["wall_s"])]
+        """Wall hours of its compute jobs summed (NaN when no job has a benchmark file). A job that resumed from
+        earlier, killed runs of itself counts their wall time too where its log gave it (``earlier_runs_s``); where it
+        did not, the sum is a lower bound (:meth:`lower_bound`): the benchmark file timed the last run only."""
+        walls = []
+        for job in self.record.get("jobs", []):
+            wall = _number(job.get("wall_s"))
+            earlier = _number(job.get("earlier_runs_s")) if job.get("resumed") else 0.0
+            if not math.isnan(wall):
+                walls.append(wall + (0.0 if math.isnan(earlier) else earlier))
         return sum(walls) / 3600 if walls else math.nan
 
     def resumed(self) -> bool:
         """Whether some compute job of it resumed from an earlier run of itself (its record's jobs say so)."""
         return any(j.get("resumed") for j in self.record.get("jobs", []))
+
+    def lower_bound(self) -> bool:
+        """Whether :meth:`compute_hours` is a lower bound: a job resumed and its earlier runs' time is unknown."""
+        return any(j.get("resumed") and math.isnan(_number(j.get("earlier_runs_s"))) for j in self.record.get("jobs", []))
+
+
+def _number(value) -> float:
+    """A record's number, NaN where it holds none (absent, null, text)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
 
 
 # ------------------------------------------------------------------------------------------- reading
@@ -209,8 +223,12 @@ def index_markdown(figures: list[Figure], root: str | os.PathLike = EVIDENCE_DIR
         hours = f.compute_hours()
         lines.append(f"| `{f.paper}` | {f.label} | [`{f.rule}`]({Path(root, f.paper, f.rule).as_posix()}/) | "
                      f"{len(f.claims)} | {sum(c.verdict == REPRODUCED for c in counted)} of {len(counted)} | {f.provenance()} | "
-                     f"{'—' if math.isnan(hours) else ('≥ ' if f.resumed() else '') + f'{hours:.2f}'} |")
-    if any(f.resumed() for f in figures):
+                     f"{'—' if math.isnan(hours) else ('≥ ' if f.lower_bound() else '') + f'{hours:.2f}'}"
+                     f"{' *' if f.resumed() and not f.lower_bound() else ''} |")
+    if any(f.resumed() and not f.lower_bound() for f in figures):
+        lines += ["", "*: a job of that figure resumed from earlier runs of itself that were killed; the hours include "
+                      "their wall time (its log gives it), and so count work computed again after a kill."]
+    if any(f.lower_bound() for f in figures):
         lines += ["", "≥: a lower bound; a job of that figure resumed from an earlier run of itself that was killed, "
                       "and its benchmark file timed the last run only."]
     return "\n".join(lines) + "\n"
@@ -252,7 +270,7 @@ def update_readme(readme: str | os.PathLike, figures: list[Figure]) -> bool:
 
 
 def _job_rows(jobs: list[dict], workdir: Path) -> list[dict]:
-    from featlearn.pipeline.benchfiles import job_device, job_resumed, read_benchmark
+    from featlearn.pipeline.benchfiles import job_device, job_earlier_wall, job_resumed, read_benchmark
 
     rows = []
     for job in jobs:
@@ -263,6 +281,9 @@ def _job_rows(jobs: list[dict], workdir: Path) -> list[dict]:
                      "precision": dev.get("precision", ""), "wall_s": cost.get("wall_s", math.nan),
                      "cpu_s": cost.get("cpu_s", math.nan), "max_rss_mb": cost.get("max_rss_mb", math.nan),
                      "resumed": job_resumed(bench)})
+        if rows[-1]["resumed"]:  # the wall time of its earlier, killed runs, where its log gives it (else null)
+            earlier = job_earlier_wall(bench)
+            rows[-1]["earlier_runs_s"] = None if math.isnan(earlier) else earlier
     return rows
 
 

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 from featlearn.io import write_text
-from featlearn.pipeline.benchfiles import _max, _sum, job_device, job_resumed, read_benchmark
+from featlearn.pipeline.benchfiles import _max, _sum, job_device, job_earlier_wall, job_resumed, read_benchmark
 from featlearn.pipeline.markdown_html import markdown_to_html
 from featlearn.pipeline.runrecord import provenance_line
 
@@ -198,10 +198,15 @@ def render_compute(manifest: dict, record: dict) -> tuple[str, list[dict]]:
     server_note = (f" {served} of the jobs ran in the job server (`job_server: true`): Snakemake's file of such a job "
                    "sees only the client process, so the worker's CPU seconds and peak memory, recorded beside it "
                    "(`<benchmark>.server.json`), are added in." if served else "")
-    resumed = sum(1 for j in unique.values() if job_resumed(j["benchmark"]))
+    resumed = [j for j in unique.values() if job_resumed(j["benchmark"])]
     if resumed:
-        server_note += (f" {resumed} of the jobs resumed from an earlier run of themselves that was killed (their logs "
-                        "say so): their files timed the last run only, so their times and the sums are lower bounds.")
+        earlier = [job_earlier_wall(j["benchmark"]) for j in resumed]
+        known = [e for e in earlier if not math.isnan(e)]
+        server_note += (f" {len(resumed)} of the jobs resumed from an earlier run of themselves that was killed (their "
+                        "logs say so): their files timed the last run only, so their times and the sums below leave "
+                        "out the earlier runs" + (f"; the logs of {len(known)} of them give those runs' wall time, "
+                                                  f"{_minutes(sum(known))} min in all" if known else "") +
+                        (", and the sums are lower bounds." if len(known) < len(resumed) else "."))
     lines = ["# Compute of this run", "",
              "From Snakemake's `benchmark:` files (`results/benchmarks/`), written by rule `compute_table`. "
              "A figure's row counts its compute jobs and its own rule (drawing and claims); a job shared by several "
