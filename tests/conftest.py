@@ -57,6 +57,26 @@ def one_thread():
     torch.set_num_threads(before)
 
 
+@pytest.fixture
+def interrupt_after(monkeypatch):
+    """``interrupt_after(owner, name, n)``: ``owner.name`` works ``n`` times, then raises KeyboardInterrupt (a job killed
+    in the middle of its training); returns a function that puts the real one back, for the rerun."""
+
+    def patch(owner, name: str, n: int):
+        real, calls = getattr(owner, name), []
+
+        def interrupted(*args, **kwargs):
+            calls.append(1)
+            if len(calls) > n:
+                raise KeyboardInterrupt
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, interrupted)
+        return lambda: monkeypatch.setattr(owner, name, real)
+
+    return patch
+
+
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory, shared_data):
     """One smoke run of the whole default target, offline, with the real-data mirror, shared by every

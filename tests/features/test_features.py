@@ -521,7 +521,7 @@ def test_dropout_masks_do_not_depend_on_the_group(kind):
 @pytest.mark.parametrize("optimizer,dropout,graph_safe", [("adagrad", 0.3, False), ("adam", 0.3, False),
                                                         ("adagrad", 0.3, True), ("adam", 0.0, True)])
 def test_a_killed_training_resumes_from_its_checkpoint_and_gives_the_same_tables(tmp_path, monkeypatch, optimizer,
-                                                                                 dropout, graph_safe):
+                                                                                 dropout, graph_safe, interrupt_after):
     """With a resume folder the loop keeps its state at the end of an epoch (here after every epoch): a run killed in
     its fourth epoch and rerun starts after the third and gives the uninterrupted run's tables and parameters exactly
     (two seeds' data and dropout streams, the sparse Adagrad and Adam states, the graph-safe step's count run
@@ -538,19 +538,11 @@ def test_a_killed_training_resumes_from_its_checkpoint_and_gives_the_same_tables
 
     clean = train()
     work = tmp_path / "resume"
-    real, calls = T.epoch_batches, []
-
-    def killed_in_the_fourth_epoch(*args):
-        calls.append(1)
-        if len(calls) > 3 * 2:  # two seeds draw their batches each epoch
-            raise KeyboardInterrupt
-        return real(*args)
-
-    monkeypatch.setattr(T, "epoch_batches", killed_in_the_fourth_epoch)
+    restore = interrupt_after(T, "epoch_batches", 3 * 2)  # killed in the fourth epoch: two seeds draw batches each epoch
     with pytest.raises(KeyboardInterrupt):
         train(work_dir=str(work), checkpoint_seconds=0.0)
     assert len(list((work / PARTS_DIR).glob("*.pkl"))) == 1
-    monkeypatch.setattr(T, "epoch_batches", real)
+    restore()
     logged = []
     monkeypatch.setattr(T, "_log", lambda label, message: logged.append(message))
     resumed = train(work_dir=str(work), checkpoint_seconds=0.0)

@@ -283,7 +283,8 @@ def test_the_switch_leaves_a_vectorised_cell_table_unchanged_on_a_cpu(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["loop", "vectorised", "graph-safe"])
-def test_a_killed_cell_resumes_from_its_kept_state_and_trains_as_an_uninterrupted_one(tmp_path, monkeypatch, capsys, mode):
+def test_a_killed_cell_resumes_from_its_kept_state_and_trains_as_an_uninterrupted_one(tmp_path, monkeypatch, capsys, mode,
+                                                                                      interrupt_after):
     """With a resume folder the trainer keeps its state after a step (here after every one): killed while drawing the
     class counts of step 5 and rerun, it goes on from the last kept step and gives the uninterrupted run's logs and
     parameters exactly, in a loop over the seeds, vectorised, and with the graph-safe step run uncaptured (its counts
@@ -295,19 +296,11 @@ def test_a_killed_cell_resumes_from_its_kept_state_and_trains_as_an_uninterrupte
     kw = {"vectorise": mode != "loop", "cuda_graphs": mode == "graph-safe", "capture": False}
     clean, clean_logs = _vectorised(**kw)
     work = tmp_path / "resume"
-    real, calls = T1._class_counts, []
-
-    def killed_at_step_five(*args):
-        calls.append(1)
-        if len(calls) > 4 * 3:  # three seeds draw their counts each step
-            raise KeyboardInterrupt
-        return real(*args)
-
-    monkeypatch.setattr(T1, "_class_counts", killed_at_step_five)
+    restore = interrupt_after(T1, "_class_counts", 4 * 3)  # three seeds draw their counts each step
     with pytest.raises(KeyboardInterrupt):
         _vectorised(**kw, work_dir=str(work), checkpoint_seconds=0.0)
     assert len(list((work / PARTS_DIR).glob("*.pkl"))) == 1
-    monkeypatch.setattr(T1, "_class_counts", real)
+    restore()
     capsys.readouterr()
     resumed, logs = _vectorised(**kw, work_dir=str(work), checkpoint_seconds=0.0)
     # steps 0-3 trained (staged in pairs, the graph-safe step's pair 4-5 was being drawn), so step 4 goes on
