@@ -324,6 +324,29 @@ def test_cuda_graphs_train_as_the_eager_step_does():
             assert torch.allclose(p, q, rtol=1e-4, atol=1e-6), name
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_resumed_captured_cell_trains_as_an_uninterrupted_captured_one(tmp_path, monkeypatch, interrupt_after):
+    """On a GPU: a cell trained with the captured step, killed while drawing step 5's class counts (staged two steps
+    at a time) and rerun (its optimiser state loaded before the capture, the counts of the trained steps drawn again),
+    logs and ends as the uninterrupted captured run does, up to float rounding."""
+    from featlearn import cudagraphs
+    from featlearn.training import PARTS_DIR
+
+    monkeypatch.setattr(cudagraphs, "STAGE_BYTES", 2 * 3 * 5 * 8)
+    clean, clean_logs = _vectorised("cuda", cuda_graphs=True)
+    work = tmp_path / "resume"
+    restore = interrupt_after(T1, "_class_counts", 4 * 3)
+    with pytest.raises(KeyboardInterrupt):
+        _vectorised("cuda", cuda_graphs=True, work_dir=str(work), checkpoint_seconds=0.0)
+    assert len(list((work / PARTS_DIR).glob("*.pkl"))) == 1  # steps 0-3 were kept
+    restore()
+    resumed, logs = _vectorised("cuda", cuda_graphs=True, work_dir=str(work), checkpoint_seconds=0.0)
+    assert torch.allclose(torch.tensor(logs), torch.tensor(clean_logs), rtol=1e-5, atol=1e-6)
+    for m, n in zip(clean, resumed):
+        for (name, p), q in zip(m.named_parameters(), n.parameters()):
+            assert torch.allclose(p, q, rtol=1e-4, atol=1e-6), name
+
+
 def test_loss_floor_counts_indistinguishable_classes():
     # classes 0 and 1 expand to the same tokens {0, 1, 2, 3} through different level-0 latents
     h = Hy.Hierarchy(children=(((0, 1), (2, 3), (0, 2), (1, 3), (4, 5)), ((0, 1), (2, 3), (0, 4))), M=8, T=6)
