@@ -417,9 +417,10 @@ def _long_story(work: Path, state: Path, log: str) -> str:
     for n, slurm_id in enumerate(_long_submissions(log)):
         record = records.get(slurm_id, {})
         text = logs[n] if n < len(logs) else ""
-        said = re.findall(r"(?:resuming at step \d+|iteration \d+/\d+|progress: [^\n]*|done: [^\n]*)", text)
+        said = re.findall(r"resuming at step \d+", text)[:1]
+        said += re.findall(r"(?:iteration \d+/\d+|progress: [^\n]*|done: [^\n]*)", text)[-3:]
         lines.append(f"submission {n + 1} (SLURM job {slurm_id}, {record.get('JobState', '?')}, {record.get('StartTime', '?')}"
-                     f" to {record.get('EndTime', '?')}): {'; '.join(said[-4:]) or 'no training line'}")
+                     f" to {record.get('EndTime', '?')}): {'; '.join(said) or 'no training line'}")
     top = subprocess.run(["ps", "-eo", "pcpu,etime,args", "--sort=-pcpu"], capture_output=True, text=True, check=False)
     busiest = "\n".join(line[:200] for line in top.stdout.splitlines()[:8])
     return "\n".join(lines) + f"\nload average {os.getloadavg()}; the busiest processes now:\n{busiest}"
