@@ -284,6 +284,16 @@ def test_the_job_clock_gives_a_rerun_the_wall_time_of_the_killed_runs_whose_work
     assert not (work / CLOCK_FILE).exists()
 
 
+def test_a_job_clock_that_cannot_write_warns_and_lets_the_job_run(tmp_path, capsys):
+    blocked = tmp_path / "a_file"
+    blocked.write_text("not a folder")
+    clock = JobClock(blocked / "resume").start()  # its folder cannot be made: a warning, no exception, no thread
+    assert "cannot write the job clock" in capsys.readouterr().err
+    assert clock.seconds() >= 0 and clock.line() is None
+    clock.close()
+    assert blocked.read_text() == "not a folder"
+
+
 def test_derived_seeds_are_the_stride_formula_and_never_collide():
     assert derived_seed(3, 17) == 3 * 1_000_003 + 17
     seeds = {derived_seed(s, k) for s in range(50) for k in (11, 13, 17, 23, 29, 37, 41)}

@@ -33,6 +33,7 @@ import json
 import os
 import pickle
 import shutil
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -278,7 +279,14 @@ class JobClock:
                 return
 
     def start(self) -> JobClock:
-        self._write()
+        """Write the file and keep rewriting it. A folder that cannot be written (read-only, full, not a folder)
+        leaves the job running without its clock, with a warning: the time of its runs is just not kept."""
+        try:
+            self._write()
+        except OSError as err:
+            print(f"featlearn: warning: cannot write the job clock {self.path} ({err.strerror or err}); the wall time "
+                  "of this job's runs is not kept", file=sys.stderr)
+            return self
         self._thread = threading.Thread(target=self._tick, name="featlearn-job-clock", daemon=True)
         self._thread.start()
         return self
@@ -297,4 +305,7 @@ class JobClock:
     def close(self) -> None:
         """The job is done: stop and remove the file."""
         self.stop()
-        self.path.unlink(missing_ok=True)
+        try:
+            self.path.unlink(missing_ok=True)
+        except OSError:  # a folder that never held it (start's warning)
+            pass
