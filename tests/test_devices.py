@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from featlearn.devices import claim_gpu, pin_one_gpu, visible_gpu_ids
+from featlearn.devices import claim_gpu, cpu_model, describe_job_device, pin_one_gpu, visible_gpu_ids
 
 
 def test_visible_gpus_come_from_the_environment_or_the_driver(tmp_path):
@@ -190,3 +190,25 @@ def test_a_whole_gpu_job_and_sharing_jobs_keep_apart(tmp_path):
     assert second.stdout.readline().strip() == on  # not the GPU held whole
     second.wait(timeout=30)
     sharer.wait(timeout=30)
+
+
+def test_the_cpu_model_comes_from_cpuinfo_and_falls_back_to_the_architecture(tmp_path, monkeypatch):
+    """Timings name the CPU's model (two 2-core machines ran the same jobs up to 2.35x apart): the first ``model
+    name`` of /proc/cpuinfo on x86, ``Model`` or ``Hardware`` on ARM; without either, platform's processor or
+    architecture."""
+    model = cpu_model.__wrapped__  # (the cached function reads the real /proc/cpuinfo once)
+    x86 = tmp_path / "x86"
+    x86.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel\t\t: 17\n"
+                   "model name\t: AMD EPYC 9354   32-Core Processor\nprocessor\t: 1\nmodel name\t: other\n")
+    assert model(str(x86)) == "AMD EPYC 9354 32-Core Processor"  # (the numeric ``model`` line is not the name)
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nBogoMIPS\t: 50.00\nCPU part\t: 0xd0c\n\nHardware\t: BCM2835\nModel\t: Raspberry Pi 4\n")
+    assert model(str(arm)) == "Raspberry Pi 4"
+    empty = tmp_path / "empty"
+    empty.write_text("processor\t: 0\nmodel name\t:  \n")
+    monkeypatch.setattr("featlearn.devices.sys.platform", "linux")
+    monkeypatch.setattr("featlearn.devices.platform.processor", lambda: "")
+    monkeypatch.setattr("featlearn.devices.platform.machine", lambda: "riscv64")
+    assert model(str(empty)) == "riscv64"
+    assert model(str(tmp_path / "absent")) == "riscv64"
+    assert cpu_model() != "" and describe_job_device("cpu") == "cpu"  # (job logs' device; the run record has the model)

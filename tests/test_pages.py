@@ -21,6 +21,7 @@ from featlearn.pipeline.pages import (
 )
 from featlearn.pipeline.markdown_html import markdown_to_html
 from featlearn.pipeline.registry import CHECK, FIGURE, TABLE, Figure, Job, Paths, report_order
+from featlearn.devices import cpu_model
 from featlearn.pipeline.runrecord import run_record
 from featlearn.pipeline.workflow import config_differences, config_sha256
 
@@ -104,6 +105,7 @@ def test_run_record_names_scale_code_and_versions(tmp_path):
     assert record["scale"] == "smoke" and record["device"] == "cpu"
     assert record["commit"].startswith("unknown")  # not a git checkout
     assert record["versions"]["torch"] and record["versions"]["python"]
+    assert record["host_cpus"] >= 1 and record["host_cpu"] == cpu_model()  # the host's CPU model, not only its size
     json.dumps(record)  # JSON-able
 
 
@@ -136,6 +138,7 @@ def _page_inputs(tmp_path):
     }
     record = {"scale": "smoke", "commit": "a" * 40, "uncommitted_changes": False, "config_sha256": "b" * 64,
               "code_sha256": "c" * 12, "device": "cpu", "date_utc": "2026-01-01 00:00:00", "host_cpus": 2,
+              "host_cpu": "Intel(R) Xeon(R) Processor",
               "versions": {"torch": "2.13.0"}}
     return manifest, merged, record
 
@@ -150,6 +153,7 @@ def test_results_page_shows_figures_claims_differences_and_provenance(tmp_path):
     assert "- compute and drawing: 1 job, 0.1 min wall, 0.0 CPU-min; claims `fig4_drop`, `fig4_loss`" in page
     assert "| `joma.steps` | 100 | 5000 |" in page
     assert "- joma Fig. 7: no checkpoint" in page
+    assert "| host_cpus | 2 |" in page and "| host_cpu | Intel(R) Xeon(R) Processor |" in page
     assert "| fig4_drop | Fig. 4 | entropy drops | paper | 0.5 | drop: 0.3 | no attention: 0 (fails) |" in page
     assert "Sanity checks (this project's setup; not counted)" in page
     html_page = markdown_to_html(page, "joma")

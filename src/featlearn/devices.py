@@ -14,7 +14,10 @@ resource ``gpu_mem_mb``, so Snakemake starts as many GPU jobs as fit.
 
 from __future__ import annotations
 
+import functools
 import os
+import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,6 +38,45 @@ def resolve_device(name: str) -> str:
     if name == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device: cuda was asked for, but PyTorch sees no GPU; use device: auto or cpu")
     return name
+
+
+def _cpuinfo_model(text: str) -> str | None:
+    """The first ``model name`` (x86) or ``Model`` / ``Hardware`` (ARM) value of a ``/proc/cpuinfo`` text."""
+    for key in ("model name", "Model", "Hardware"):
+        for line in text.splitlines():
+            name, sep, value = line.partition(":")
+            if sep and name.strip() == key and value.strip():
+                return " ".join(value.split())
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's model as the system names it, e.g. ``Intel(R) Xeon(R) Processor`` or ``AMD EPYC 9354 32-Core
+    Processor``: Linux's ``/proc/cpuinfo``, macOS's ``machdep.cpu.brand_string``, else ``platform.processor()``
+    or the architecture (``x86_64``). Two machines of one size can differ by 2x per job (docs/performance.md), so
+    timings and the estimate's probe cache name the model, not only the architecture."""
+    try:
+        found = _cpuinfo_model(Path(cpuinfo).read_text(errors="replace"))
+    except OSError:
+        found = None
+    if not found and sys.platform == "darwin":
+        try:
+            out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5)
+            found = out.stdout.strip() or None
+        except (OSError, subprocess.SubprocessError):
+            found = None
+    return found or platform.processor() or platform.machine() or "unknown CPU"
+
+
+def device_label(device) -> str:
+    """A device's name for a timing record: the GPU's name on CUDA (the current device for a bare ``cuda``), the
+    CPU's model otherwise."""
+    if str(device).startswith("cuda"):
+        import torch
+
+        return torch.cuda.get_device_name(torch.device(str(device)))
+    return cpu_model()
 
 
 def visible_gpu_ids(environ=os.environ, driver_dir: str | os.PathLike = "/proc/driver/nvidia/gpus") -> list[str]:
@@ -70,11 +112,8 @@ def dag_device(configured: str, local: bool, environ=os.environ) -> str:
 def describe_job_device(device: str) -> str:
     """One line for a job's log: where this job computes (CPU, or the GPU's name and CUDA_VISIBLE_DEVICES)."""
     if device.startswith("cuda"):
-        import torch
-
-        name = torch.cuda.get_device_name(torch.device(device))
-        return f"{device} ({name}, CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})"
-    return "cpu"
+        return f"{device} ({device_label(device)}, CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')})"
+    return "cpu"  # (parsed from job logs as the device; the CPU's model is in the run record, ``host_cpu``)
 
 
 def lock_folder(path: str | os.PathLike) -> Path:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import platform
 import statistics
 import time
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from featlearn.devices import device_label
 from featlearn.cudagraphs import GraphedSteps, captured
 from featlearn.lm.cost import LMSize, flops_per_token, probe_settings
 
@@ -84,7 +84,7 @@ def sync(device: torch.device) -> None:
 
 
 def device_name(device: torch.device) -> str:
-    return torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
+    return device_label(device)
 
 
 def timed(fn: Callable[[], object], repeats: int, device: torch.device) -> list[float]:

@@ -348,12 +348,14 @@ def lm_cost(node: Node, results: str, model: str, size: Callable, budget: Callab
 
 
 def device_name(device: str, threads: int) -> str:
-    """The device as the cache keys it: the GPU's name, or the CPU's with the torch thread count."""
-    import torch
+    """The device as the cache keys it: the GPU's name, or the CPU's model (``featlearn.devices.cpu_model``) with
+    the torch thread count. (Before 2026-11-29 a CPU was keyed by its architecture alone, ``x86_64 CPU``, so probes
+    of different CPU models shared keys; such a cache's CPU probes are not read now and are measured again.)"""
+    from featlearn.devices import cpu_model, device_label
 
     if str(device).startswith("cuda"):
-        return torch.cuda.get_device_name()
-    return f"{platform.processor() or platform.machine()} CPU, {threads} threads"
+        return device_label(device)
+    return f"{cpu_model()} CPU, {threads} threads"
 
 
 def cached_torch(cache: dict, label: str, where: str | os.PathLike = "the cache") -> str:
@@ -598,7 +600,8 @@ def evidence_walls(root: str | os.PathLike) -> dict[str, tuple[float, str]]:
             if job.get("device") != "cpu" or not isinstance(wall, (int, float)) or wall != wall or job.get("resumed"):
                 continue  # (a job that resumed: its wall time is its last run's only)
             if job["label"] not in out or date > out[job["label"]][0]:
-                where = f"paper-scale evidence of {date[:10]}, {fig.run.get('host_cpus', '?')} CPUs"
+                model = f" ({fig.run['host_cpu']})" if fig.run.get("host_cpu") else ""
+                where = f"paper-scale evidence of {date[:10]}, {fig.run.get('host_cpus', '?')} CPUs{model}"
                 out[job["label"]] = (date, float(wall), where)
     return {label: (wall, where) for label, (_, wall, where) in out.items()}
 
@@ -1001,7 +1004,7 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
     loads = [r["load_average"] for n in nodes for r in n.per_step if r and "load_average" in r]
     cpus = sorted({r["cpus"] for n in nodes for r in n.per_step if r and r.get("cpus")}) if cached_device else []
     meta = {"configfiles": configfiles, "scale": config.get("scale"), "device": device,
-            "device_name": cached_device or device_name(device, own_threads).split(",")[0], "torch": prober.torch,
+            "device_name": cached_device or device_name(device, own_threads).rsplit(", ", 1)[0], "torch": prober.torch,
             "cached_device": cached_device,
             "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "probe_steps": probe_steps,

@@ -137,7 +137,7 @@ def render_page(manifest: dict, claims_csv: str | os.PathLike, record: dict, evi
         lines.append(f"None: every setting of `{paper}` is the paper-scale value (`config/paper.yaml`).")
     lines += ["", "## Provenance", "", "| | |", "|---|---|"]
     for key in ("scale", "commit", "uncommitted_changes", "config_sha256", "code_sha256", "device", "job_device", "precision",
-                "date_utc", "host_cpus"):
+                "date_utc", "host_cpus", "host_cpu"):
         lines.append(f"| {key} | {_cell(record.get(key, ''))} |")
     versions = record.get("versions", {})
     if versions:

@@ -13,6 +13,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
+from featlearn.devices import cpu_model
 from featlearn.io import write_json
 
 # Packages whose installed versions every run records.
@@ -68,7 +69,8 @@ def job_device_description(configured: str, given: str | None) -> str:
 
 def run_record(scale: str, config_sha: str, code_sha: str, device: str, repo: str | os.PathLike = ".",
                job_device: str | None = None, precision: str = "fp32") -> dict:
-    """Who made these results: scale, config and code hashes, git commit, device, date, package versions."""
+    """Who made these results: scale, config and code hashes, git commit, device, date, the host's CPU count and
+    model, package versions."""
     repo = Path(repo)
     commit = _git(repo, "rev-parse", "HEAD")
     dirty = _git(repo, "status", "--porcelain", "--untracked-files=no")
@@ -83,6 +85,7 @@ def run_record(scale: str, config_sha: str, code_sha: str, device: str, repo: st
         "precision": precision,
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
         "host_cpus": os.cpu_count(),
+        "host_cpu": cpu_model(),
         "versions": installed_versions(),
     }
 

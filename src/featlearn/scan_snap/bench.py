@@ -9,12 +9,12 @@ reports model-steps per second (runs x iterations / seconds) both ways, for Syn-
 from __future__ import annotations
 
 import json
-import platform
 import time
 from pathlib import Path
 
 import torch
 
+from featlearn.devices import device_label
 from featlearn.scan_snap.data import SequenceClasses
 from featlearn.scan_snap.train import RunSet, train
 
@@ -45,7 +45,7 @@ def benchmark(num_last: int, runs: int, iterations: int, sequential_runs: int, d
         "runs": runs,
         "iterations": iterations,
         "device": device,
-        "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else platform.processor() or platform.machine(),
+        "device_name": device_label(device),
         "threads": torch.get_num_threads(),
         "dtype": str(dtype).replace("torch.", ""),
         "vectorised_seconds": vectorised,

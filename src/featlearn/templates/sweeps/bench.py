@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import platform
 import sys
 
 import torch
 
+from featlearn.devices import device_label
 from featlearn.templates.sweeps.engine import VARIANTS, Group, RunSpec, auto_looped, train_group, train_reference
 from featlearn.templates.tasks import make_task
 
@@ -74,9 +74,7 @@ def benchmark(settings: dict, n: int) -> dict:
         "steps_per_epoch": group.steps_per_epoch,
         "batch": group.batch,
         "device": device,
-        "device_name": (
-            torch.cuda.get_device_name() if str(device).startswith("cuda") else platform.processor() or platform.machine()
-        ),
+        "device_name": device_label(device),
         "threads": torch.get_num_threads(),
         "dtype": str(group.dtype).replace("torch.", ""),
         "engine_mode": mode,
