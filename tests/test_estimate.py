@@ -258,6 +258,10 @@ def test_sweep_cost_counts_groups_runs_and_epochs(repo):
     assert cost.runs == 4 and cost.steps == 10
     assert cost.parts[1].flops_per_step == 4 * cost.parts[0].flops_per_step  # 32 samples against 8
     assert [p.probe.shape["n_probe"] for p in cost.parts] == [8, 32]
+    assert all("flush_denormal" not in p.probe.shape for p in cost.parts)  # off: the probes' keys of before the switch
+    config["templates"]["sweeps"]["flush_denormal"] = True
+    on = templates_cost.sweep_cost(_node("templates_sweep", sweep_settings(config["templates"], "8"), {"grid": "8"}))
+    assert all(p.probe.shape["flush_denormal"] is True for p in on.parts)  # on: probed with the switch, keyed apart
 
 
 # ------------------------------------------------------------------------------------------- cost models named by the jobs
@@ -753,6 +757,10 @@ def test_a_cpu_job_without_a_model_takes_its_paper_scale_evidence_time(tmp_path)
                      {"label": "joma_theorem2", "device": "cpu", "wall_s": 3.0, "resumed": True}])
     walls = E.evidence_walls(root)
     assert walls == {"joma_sim_exp": (16.0, "paper-scale evidence of 2026-11-28, 2 CPUs")}
+    record = json.loads((root / "joma" / "fig_joma_3" / "record.json").read_text())
+    record["run"]["host_cpu"] = "Intel(R) Xeon(R) Processor"  # (records from 2026-11-29 name the CPU's model)
+    (root / "joma" / "fig_joma_3" / "record.json").write_text(json.dumps(record))
+    assert E.evidence_walls(root)["joma_sim_exp"][1] == "paper-scale evidence of 2026-11-28, 2 CPUs (Intel(R) Xeon(R) Processor)"
 
     def nodes():
         cpu = [dataclasses.replace(_node(rule, {}), gpu=False) for rule in ("joma_sim_exp", "joma_eq6")]

@@ -610,3 +610,46 @@ def test_the_sweep_settings_carry_a_memory_budget_only_where_the_config_sets_one
     cfg = merged_config([], repo / "config")["templates"]["sweeps"]
     assert all("max_group_gb" not in s for _, s in figure_curves("5", cfg))
     assert all(s["max_group_gb"] == 40.0 for _, s in figure_curves("5", {**cfg, "max_group_gb": 40}))
+
+
+def test_denormals_are_flushed_inside_the_block_only():
+    """``denormals_flushed(True)``: a float32 denormal (1e-39) reads as zero inside the block and as itself after it;
+    ``denormals_flushed(False)`` changes nothing."""
+    tiny = torch.tensor([1e-39], dtype=torch.float32)
+    assert float(tiny * 1.0) > 0  # a denormal survives arithmetic by default
+    if not torch.set_flush_denormal(False):
+        pytest.skip("this CPU cannot flush denormals (no SSE3)")
+    with S.denormals_flushed(True):
+        assert float(tiny * 1.0) == 0.0
+    assert float(tiny * 1.0) > 0
+    with S.denormals_flushed(False):
+        assert float(tiny * 1.0) > 0
+
+
+def test_a_group_that_flushes_denormals_trains_as_one_that_does_not_on_a_short_run():
+    """The switch reaches the group and leaves the process as it found it; on a short training, before any Adam
+    moment is near 1e-38, the two groups' results are bit-identical (the switch changes only denormal numbers)."""
+    runs = [S.RunSpec(1, 1e-3, "vanilla"), S.RunSpec(2, 1e-2, "kq")]
+    plain, flushed = (S.train_group(_group(T.aba_abb(), 12, runs, model=TINY, epochs=4, batch=5, progress=False,
+                                           flush_denormal=f)) for f in (False, True))
+    assert torch.equal(plain.best_epoch, flushed.best_epoch)
+    for name in plain.params:
+        assert torch.equal(plain.params[name], flushed.params[name]), name
+    assert float(torch.tensor([1e-39]) * 1.0) > 0  # set back off after the group
+
+
+def test_the_sweep_settings_carry_flush_denormal_only_where_the_config_turns_it_on(repo):
+    """Off (the default config), the key is in no job's or group's settings, so their cached tables and probes stay
+    valid; on, the job settings and every group carry it (the estimate's probe shape: tests/test_estimate.py)."""
+    from featlearn.pipeline.estimate import merged_config
+    from featlearn.templates.registry import shared_sweep_keys
+    from featlearn.templates.sweeps.experiments import figure_curves
+
+    cfg = merged_config([], repo / "config")["templates"]["sweeps"]
+    assert cfg["flush_denormal"] is False and "flush_denormal" not in shared_sweep_keys(cfg)
+    assert all("flush_denormal" not in s for _, s in figure_curves("5", cfg))
+    on = {**cfg, "flush_denormal": True}
+    assert shared_sweep_keys(on)["flush_denormal"] is True
+    curves = figure_curves("5", on)
+    assert all(s["flush_denormal"] is True for _, s in curves)
+    assert all(g.flush_denormal for _, s in curves for g in S.expand_groups(s))

@@ -103,10 +103,10 @@ def sweep_settings(cfg: dict, grid: str) -> dict:
 
 def shared_sweep_keys(sweeps: dict) -> dict:
     """The keys of ``templates.sweeps`` every training job reads (not the grids, the calibration or threads; nor an
-    unset ``max_group_gb``, so that a run without a memory budget has the settings, and the cached tables, of a run
-    from before the key existed)."""
+    unset ``max_group_gb`` or a ``flush_denormal`` that is off, so that a run without them has the settings, and the
+    cached tables, of a run from before the keys existed)."""
     return {k: v for k, v in sweeps.items() if not k.startswith("fig") and k not in ("threads", "calibration")
-            and not (k == "max_group_gb" and v is None)}
+            and not (k == "max_group_gb" and v is None) and not (k == "flush_denormal" and not v)}
 
 
 def wikitext_logs(config: dict, paths: Paths, dataset_on) -> list[str]:

@@ -38,6 +38,7 @@ nn.Module + torch.optim.Adam) or in any group gives the same numbers up to float
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import math
@@ -117,6 +118,7 @@ class Group:
     progress: bool = False
     looped: bool | None = None  # the runs' forwards one after another instead of vmap; None: ``auto_looped``
     per_run_templates: bool = False  # random task: each run draws its templates from its own seed
+    flush_denormal: bool = False  # on a CPU, flush denormal floats to zero while training (``denormals_flushed``)
 
     def __post_init__(self):
         if not self.runs:
@@ -293,8 +295,30 @@ def sync_free(dev: torch.device) -> bool:
 # --------------------------------------------------------------------------------------- engine
 
 
+@contextlib.contextmanager
+def denormals_flushed(on: bool):
+    """With ``on``, the CPU's denormal floats (below 1.2e-38 in float32) are flushed to zero inside the block
+    (``torch.set_flush_denormal``: the FTZ and DAZ bits of x86's SSE control register), and set back off after it.
+    Late in a sweep run's training, Adam's second moments of near-zero gradients fall into that range, and some CPUs
+    compute on denormals many times slower than on normal numbers (docs/performance.md, "Denormal floats"). A
+    flushed value was below 1.2e-38; the tables can differ only where one such value changed a printed digit."""
+    if not on:
+        yield
+        return
+    torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)
+
+
 def train_group(group: Group) -> GroupResult:
     """Train the group's runs together; returns per-run results (see ``GroupResult``)."""
+    with denormals_flushed(group.flush_denormal and torch.device(group.device).type == "cpu"):
+        return _train_group(group)
+
+
+def _train_group(group: Group) -> GroupResult:
     dev, R, kind = torch.device(group.device), len(group.runs), group.task.kind
     datas = group_data(group)
     V = datas[0].vocab.size
@@ -543,6 +567,7 @@ class SweepSettings:
     device: str
     cuda_graphs: bool
     max_group_gb: float | None = None  # memory budget of one group (the run memory formula x runs); None: no cap
+    flush_denormal: bool = False  # on a CPU, flush denormal floats to zero while training (``denormals_flushed``)
     trainable: list | None = None
     dtype: str = "float32"
     curve_every: int = 0
@@ -597,6 +622,7 @@ def expand_groups(settings: dict | SweepSettings) -> list[Group]:
                     progress=bool(s.progress),
                     per_run_templates=per_run,
                     cuda_graphs=bool(s.cuda_graphs),
+                    flush_denormal=bool(s.flush_denormal),
                 )
             )
     return groups

@@ -77,7 +77,7 @@ def figure_curves(fig: str, cfg: dict, device: str = "cpu") -> list[tuple[dict, 
             "trainable": entry.get("trainable"),
             "device": device,
             "max_group": cfg["max_group"],
-            **_group_budget(cfg),
+            **_optional_keys(cfg),
             "cuda_graphs": cfg["cuda_graphs"],
             "progress": True,
         }
@@ -86,10 +86,11 @@ def figure_curves(fig: str, cfg: dict, device: str = "cpu") -> list[tuple[dict, 
     return curves
 
 
-def _group_budget(cfg: dict) -> dict:
-    """``max_group_gb`` where the config sets one (absent otherwise, so the settings of a run without a budget, and
-    with them its cached results, are those of before the key existed)."""
-    return {"max_group_gb": float(cfg["max_group_gb"])} if cfg.get("max_group_gb") else {}
+def _optional_keys(cfg: dict) -> dict:
+    """``max_group_gb`` where the config sets one and ``flush_denormal`` where it is on (each absent otherwise, so the
+    settings of a run without them, and with them its cached results, are those of before the keys existed)."""
+    return {**({"max_group_gb": float(cfg["max_group_gb"])} if cfg.get("max_group_gb") else {}),
+            **({"flush_denormal": True} if cfg.get("flush_denormal") else {})}
 
 
 def run_figure(fig: str, cfg: dict, out: str, device: str = "cpu", work_dir: str | None = None) -> None:
@@ -135,7 +136,7 @@ def calibration_curves(cfg: dict, device: str = "cpu") -> list[tuple[dict, dict]
                 "trainable": None,
                 "device": device,
                 "max_group": cfg["max_group"],
-                **_group_budget(cfg),
+                **_optional_keys(cfg),
                 "cuda_graphs": cfg["cuda_graphs"],
                 "progress": True,
             }
