@@ -653,3 +653,27 @@ def test_the_sweep_settings_carry_flush_denormal_only_where_the_config_turns_it_
     curves = figure_curves("5", on)
     assert all(s["flush_denormal"] is True for _, s in curves)
     assert all(g.flush_denormal for _, s in curves for g in S.expand_groups(s))
+
+
+def test_the_flush_denormal_benchmark_compares_tables_and_finds_a_difference(repo, tmp_path):
+    """benchmarks/flush_denormal.py on smoke grid 9: off and on give the same table (a short training has no
+    denormals); against a results folder whose table differs in one byte, it says NO."""
+    import subprocess
+    import sys
+
+    script = [sys.executable, str(repo / "benchmarks" / "flush_denormal.py"), "--grids", "9", "--jobs", "1",
+              "--configfile", str(repo / "config" / "smoke.yaml")]
+    both = subprocess.run([*script, "--out", str(tmp_path / "both")], capture_output=True, text=True, cwd=tmp_path)
+    assert both.returncode == 0, both.stderr
+    assert (tmp_path / "both" / "summary.md").read_text().splitlines()[2].endswith("| yes |")
+    planted = tmp_path / "results"
+    (planted / "templates" / "sweeps").mkdir(parents=True)
+    (planted / "benchmarks" / "templates").mkdir(parents=True)
+    table = (tmp_path / "both" / "fig9_off.csv").read_text()
+    (planted / "templates" / "sweeps" / "fig9_runs.csv").write_text(table.replace("1", "2", 1))
+    (planted / "benchmarks" / "templates" / "sweep_fig9.tsv").write_text("s\th:m:s\n3.0\t0:00:03\n")
+    against = subprocess.run([*script, "--against", str(planted), "--out", str(tmp_path / "against")],
+                             capture_output=True, text=True, cwd=tmp_path)
+    assert against.returncode == 0, against.stderr
+    row = (tmp_path / "against" / "summary.md").read_text().splitlines()[2]
+    assert row.startswith("| 9 | 3.0 |") and row.endswith("| NO |")
