@@ -677,3 +677,34 @@ def test_the_flush_denormal_benchmark_compares_tables_and_finds_a_difference(rep
     assert against.returncode == 0, against.stderr
     row = (tmp_path / "against" / "summary.md").read_text().splitlines()[2]
     assert row.startswith("| 9 | 3.0 |") and row.endswith("| NO |")
+    # the folder as the "on" side: only the "off" job runs here, and the untouched table compares equal
+    (planted / "templates" / "sweeps" / "fig9_runs.csv").write_text(table)
+    on_side = subprocess.run([*script, "--against", str(planted), "--against-switch", "on", "--out", str(tmp_path / "on")],
+                             capture_output=True, text=True, cwd=tmp_path)
+    assert on_side.returncode == 0, on_side.stderr
+    row = (tmp_path / "on" / "summary.md").read_text().splitlines()[2]
+    assert row.split("|")[3].strip() == "3.0" and row.endswith("| yes |")
+    assert (tmp_path / "on" / "fig9_off.csv").exists() and not (tmp_path / "on" / "fig9_on.csv").exists()
+
+
+def test_the_flush_denormal_benchmark_runs_the_calibration_as_its_job_does(repo):
+    """Its ``calibration`` is the registry's ``templates_calibration`` job: the same function and settings."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(repo / "benchmarks"))
+    try:
+        import flush_denormal as bench
+    finally:
+        sys.path.remove(str(repo / "benchmarks"))
+    from featlearn.pipeline.estimate import merged_config
+    from featlearn.pipeline.registry import Paths
+    from featlearn.templates.registry import registry, shared_sweep_keys
+
+    cfg = merged_config([], repo / "config")
+    job = next(j for j in registry(cfg, Paths("results"), lambda name: False).jobs if j.name == "templates_calibration")
+    cmd = bench.job_command(cfg, "calibration", True, repo / "out.csv")
+    assert cmd[cmd.index("--run") + 1] == job.run
+    sweeps = {**cfg["templates"]["sweeps"], "flush_denormal": True}
+    assert json.loads(cmd[cmd.index("--settings") + 1]) == {"sweeps": {**shared_sweep_keys(sweeps),
+                                                                       "calibration": sweeps["calibration"]}}
