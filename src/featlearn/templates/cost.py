@@ -41,8 +41,10 @@ def groups_cost(node: Node, curves: list) -> Cost:
             shape = {"task": settings["task"], "arch": g.arch, "model": g.model, "variants": sorted({r.variant for r in g.runs}),
                      "runs": R, "batch": g.batch, "n_probe": samples, "trainable": list(g.trainable) if g.trainable else None,
                      "dtype": str(g.dtype), "eval_every": g.eval_every, "n_val": g.n_val, "n_test": g.n_test,
-                     **({"cuda_graphs": True} if g.cuda_graphs else {}),  # (absent when off: earlier probes stay valid)
-                     **({"flush_denormal": True} if g.flush_denormal else {})}
+                     # (absent when off: earlier probes stay valid). Not flush_denormal: a probe starts from fresh
+                     # parameters, which hold no denormal floats, so it times the same step either way (and on a GPU
+                     # the switch does nothing); one key for both keeps every cached probe valid (docs/estimate.md)
+                     **({"cuda_graphs": True} if g.cuda_graphs else {})}
             parts.append(Part(probe("sweep", shape, "runs", node.threads, f"{__name__}:sweep_probe"),
                               g.epochs * g.steps_per_epoch, R, per_sample * samples * R,
                               R * run_memory_bytes(g, vocab)))
@@ -79,8 +81,7 @@ def sweep_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: in
                 "trainable": shape["trainable"], "device": device, "eval_every": shape["eval_every"], "n_val": shape["n_val"],
                 "n_test": shape["n_test"],
                 "dtype": shape["dtype"].replace("torch.", ""), "progress": False,
-                "cuda_graphs": shape.get("cuda_graphs", False),  # captured steps replay after 3 eager ones: probe more steps
-                "flush_denormal": shape.get("flush_denormal", False)}
+                "cuda_graphs": shape.get("cuda_graphs", False)}  # captured steps replay after 3 eager ones: probe more steps
     import torch
 
     runs = [RunSpec(1 + i // len(variants), 1e-3, variants[i % len(variants)]) for i in range(dim_value)]
