@@ -639,14 +639,14 @@ def test_a_group_that_flushes_denormals_trains_as_one_that_does_not_on_a_short_r
 
 
 def test_the_sweep_settings_carry_flush_denormal_only_where_the_config_turns_it_on(repo):
-    """Off (the default config), the key is in no job's or group's settings, so their cached tables and probes stay
-    valid; on, the job settings and every group carry it (the estimate's probe shape: tests/test_estimate.py)."""
+    """Off, the key is in no job's or group's settings, so the cached tables of a run from before the key stay valid;
+    on, the job settings and every group carry it (the estimate's probes leave it out: tests/test_estimate.py)."""
     from featlearn.pipeline.estimate import merged_config
     from featlearn.templates.registry import shared_sweep_keys
     from featlearn.templates.sweeps.experiments import figure_curves
 
-    cfg = merged_config([], repo / "config")["templates"]["sweeps"]
-    assert cfg["flush_denormal"] is False and "flush_denormal" not in shared_sweep_keys(cfg)
+    cfg = {**merged_config([], repo / "config")["templates"]["sweeps"], "flush_denormal": False}
+    assert "flush_denormal" not in shared_sweep_keys(cfg)
     assert all("flush_denormal" not in s for _, s in figure_curves("5", cfg))
     on = {**cfg, "flush_denormal": True}
     assert shared_sweep_keys(on)["flush_denormal"] is True
