@@ -38,12 +38,15 @@ onstart:
     start_job_server()
 
 
+# Finished jobs' resume checkpoints are removed when the run ends, once Snakemake has accepted their outputs.
 onsuccess:
     stop_job_server()
+    sweep_finished_work()
 
 
 onerror:
     stop_job_server()
+    sweep_finished_work()
 
 
 rule all:

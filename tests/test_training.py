@@ -16,8 +16,9 @@ import torch
 from featlearn.io import write_csv
 from featlearn.seeding import SEED_STRIDE, derived_seed
 from featlearn.pipeline.benchfiles import EARLIER_LINE
-from featlearn.training import (CLOCK_FILE, IDENTITY_ENV, PARTS_DIR, RESUME_FILE, JobClock, has_kept_work, load_part,
-                                remove_checkpoint, resumable_training, save_part)
+from featlearn.training import (CLOCK_FILE, FINISHED_FILE, IDENTITY_ENV, PARTS_DIR, RESUME_FILE, JobClock, has_kept_work,
+                                load_part, mark_finished, remove_checkpoint, resumable_training, save_part,
+                                sweep_finished)
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -167,7 +168,7 @@ def job(settings, inputs, outputs, ctx):
 """
 
 
-def test_a_compute_job_that_dies_before_its_outputs_resumes_and_removes_its_checkpoint_once_they_are_written(tmp_path):
+def test_a_compute_job_that_dies_before_or_after_its_outputs_resumes_until_the_workflow_accepts_them(tmp_path):
     (tmp_path / "ckpt_job.py").write_text(CKPT_JOB)
     env = {k: v for k, v in os.environ.items() if not k.startswith("FEATLEARN_")}
     env["PYTHONPATH"] = os.pathsep.join([str(SRC), str(tmp_path)])
@@ -188,7 +189,20 @@ def test_a_compute_job_that_dies_before_its_outputs_resumes_and_removes_its_chec
     assert json.loads(out.read_text())["start"] == 8
     m = EARLIER_LINE.match(next(line for line in resumed.stdout.splitlines() if line.startswith("featlearn: earlier")))
     assert m and m["runs"] == "1" and 0 < float(m["s"]) < 300  # the failed run's seconds, in the rerun's log
-    assert not any(work.iterdir())  # the outputs are written: checkpoint and partial save removed
+    # the outputs are written: the work stays, marked finished, until the workflow has accepted them
+    assert {p.name for p in work.iterdir()} >= {RESUME_FILE, CLOCK_FILE, FINISHED_FILE}
+    # a scheduler kills the job as it wraps up: Snakemake fails it and deletes its outputs, and the workflow's end
+    # leaves the work for the rerun, which resumes instead of starting over, counting both earlier runs
+    first = out.read_bytes()
+    out.unlink()
+    assert sweep_finished(tmp_path) == [] and (work / RESUME_FILE).exists()
+    again = compute(work, out, {})
+    assert again.returncode == 0, again.stderr
+    assert json.loads(out.read_text())["start"] == 8 and out.read_bytes() == first
+    m = EARLIER_LINE.match(next(line for line in again.stdout.splitlines() if line.startswith("featlearn: earlier")))
+    assert m and m["runs"] == "2"
+    # accepted: the workflow's end removes the work, the partial save and the folder
+    assert sweep_finished(tmp_path) == [work] and not work.exists()
     clean = compute(tmp_path / "clean", tmp_path / "clean.json", {})
     assert clean.returncode == 0, clean.stderr
     assert json.loads((tmp_path / "clean.json").read_text()) == {**json.loads(out.read_text()), "start": 0}
@@ -332,3 +346,36 @@ def test_a_checkpoint_is_read_onto_the_cpu_whatever_the_device(tmp_path, monkeyp
                            record=lambda i, loss: None, eval_every=5, checkpoint_every=3, work_dir=tmp_path,
                            settings={"lr": 0.1}, device="cuda", log=lambda m: None)
     assert [str(m) for m in seen] == ["cpu"]
+
+
+def test_the_workflow_end_removes_only_work_whose_outputs_are_all_there(tmp_path):
+    """``sweep_finished``: a finished job's kept work goes once each output it listed is there at its size; an output
+    deleted (the job was failed), changed in size or a torn marker keeps it; a folder with other files stays."""
+    def finished(name, outputs):
+        work = tmp_path / f"{name}.resume"
+        work.mkdir()
+        (work / RESUME_FILE).write_bytes(b"state")
+        (work / CLOCK_FILE).write_text("{}")
+        (work / PARTS_DIR).mkdir()
+        (work / PARTS_DIR / "a.pkl").write_bytes(b"part")
+        mark_finished(work, outputs)
+        return work
+
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    for name in ("a", "b", "c", "d"):
+        (tables / f"{name}.csv").write_text("x\n1\n")
+    (tmp_path / "figs").mkdir()
+    ok = finished("ok", {"t": str(tables / "a.csv"), "more": [str(tables / "b.csv")], "dir": str(tmp_path / "figs")})
+    gone = finished("gone", {"t": str(tables / "c.csv")})
+    (tables / "c.csv").unlink()
+    grown = finished("grown", {"t": str(tables / "d.csv")})
+    (tables / "d.csv").write_text("x\n1\n2\n")
+    torn = finished("torn", {"t": str(tables / "a.csv")})
+    (torn / FINISHED_FILE).write_text('{"outputs": {')
+    other = finished("other", {"t": str(tables / "a.csv")})
+    (other / "notes.txt").write_text("the user's")
+    assert sweep_finished(tmp_path) == [ok, other]
+    assert not ok.exists() and {p.name for p in other.iterdir()} == {"notes.txt"}
+    for kept in (gone, grown, torn):
+        assert (kept / RESUME_FILE).exists() and (kept / PARTS_DIR / "a.pkl").exists() and (kept / FINISHED_FILE).exists()

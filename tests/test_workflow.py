@@ -33,6 +33,9 @@ def test_smoke_run_builds_every_output(smoke_run):
         assert stats["splits"]
     # every prepare job leaves a benchmark file
     assert (results / "benchmarks" / "data" / "prepare_imdb.tsv").is_file()
+    # the run ended: no finished job keeps its resume checkpoint, parts or clock (featlearn.keptwork.sweep_finished)
+    kept = [p for name in ("finished.json", "resume.pt", "clock.json", "parts") for p in results.glob(f"**/{name}")]
+    assert not kept, kept
 
 
 def test_smoke_run_says_what_it_skipped(smoke_run):

@@ -11,15 +11,16 @@ uninterrupted run (tests kill one with SIGKILL). A checkpoint is used only if it
 settings and the same run identity (code, inputs, numeric threads, device: set by ``python -m featlearn
 compute`` in the environment variable ``FEATLEARN_RUN_IDENTITY``); any other is discarded with a log line and
 the run starts afresh, so a resumed table never mixes two versions of the code. Inside a compute job (a run
-identity is set) the checkpoint outlives the last step: the compute command removes it once the job's outputs
-are written, so a job killed between its last step and its tables (at a scheduler's time limit, say) resumes
-instead of starting over.
+identity is set) the checkpoint outlives the last step, and the job itself: once the job's outputs are written the
+compute command marks its folder finished (:func:`mark_finished`), and the kept work is removed only once Snakemake
+has accepted those outputs (:func:`sweep_finished`, run when the workflow ends). A job killed between its last step
+and its tables, or after its tables but before Snakemake saw it end (a scheduler's time limit reached while the job
+script wraps up, which makes Snakemake delete the outputs and resubmit it), resumes instead of starting over.
 
 A job that trains many independent pieces one after another (a templates sweep's groups) keeps each finished
 piece instead (``save_part``/``load_part``, under ``parts/`` of the same folder and checked against the same run
 identity), so a killed job trains only the pieces it had not finished; a loop of its own keeps its latest state the
-same way under one fixed key (the features classifiers, after an epoch). The compute command removes them with the
-checkpoint.
+same way under one fixed key (the features classifiers, after an epoch). They are removed with the checkpoint.
 
 A killed job's earlier runs are timed too (:class:`JobClock`, a file beside the checkpoint that the compute command
 keeps up to date): a rerun that finds kept work logs how long the runs before it computed, so a resumed job's whole
@@ -32,7 +33,6 @@ import hashlib
 import json
 import os
 import pickle
-import shutil
 import sys
 import threading
 import time
@@ -43,11 +43,10 @@ from typing import Any
 import torch
 
 from featlearn.io import atomic_path
+from featlearn.keptwork import (CLOCK_FILE, FINISHED_FILE, PARTS_DIR, RESUME_FILE, has_kept_work, mark_finished,  # noqa: F401
+                                remove_checkpoint, sweep_finished, unmark_finished)
 from featlearn.precision import full_precision
 
-RESUME_FILE = "resume.pt"
-PARTS_DIR = "parts"
-CLOCK_FILE = "clock.json"
 IDENTITY_ENV = "FEATLEARN_RUN_IDENTITY"
 
 
@@ -78,7 +77,8 @@ def resumable_training(
     """Train ``model`` from step 1 (or from the checkpoint in ``work_dir``) to ``total``; returns the step
     it started from. ``settings`` identifies the run: a checkpoint saved under other settings or another run
     identity is discarded. The checkpoint is removed once the last step is done, except inside a compute job
-    (a run identity is set), whose command removes it once the job's outputs are written, or with
+    (a run identity is set), whose command marks it finished once the job's outputs are written (the workflow
+    removes it when it ends: :func:`sweep_finished`), or with
     ``keep_checkpoint``, which leaves it for the caller to remove with :func:`remove_checkpoint` once its
     results are written (for a long evaluation after the last step).
 
@@ -167,16 +167,6 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def remove_checkpoint(work_dir: str | os.PathLike) -> None:
-    """Delete the resume checkpoint of a finished run and its finished parts (``save_part``), and any partial
-    file a killed save left behind."""
-    work = Path(work_dir)
-    (work / RESUME_FILE).unlink(missing_ok=True)
-    for part in work.glob(f".{RESUME_FILE}.*.part"):  # featlearn.io.atomic_path's temporary files
-        part.unlink(missing_ok=True)
-    shutil.rmtree(work / PARTS_DIR, ignore_errors=True)
-
-
 def _part_key(work_dir: str | os.PathLike, key: dict) -> tuple[Path, dict]:
     """The file of a part and its key as JSON reads it back (tuples as lists, other objects as their str)."""
     text = json.dumps(key, sort_keys=True, default=str)
@@ -221,12 +211,6 @@ def load_part(work_dir: str | os.PathLike, key: dict, log: Callable[[str], None]
     return saved["value"]
 
 
-def has_kept_work(work_dir: str | os.PathLike) -> bool:
-    """Whether a killed run of a job left work in ``work_dir`` for a rerun to go on from (a checkpoint or parts)."""
-    work = Path(work_dir)
-    return (work / RESUME_FILE).is_file() or any((work / PARTS_DIR).glob("*.pkl"))
-
-
 class JobClock:
     """The wall time of all the runs of one compute job, kept in its resume folder (``clock.json``: seconds, runs,
     run identity) and rewritten every ``interval`` seconds by a daemon thread, so a run killed without warning loses
@@ -235,8 +219,10 @@ class JobClock:
     A run that starts where a killed one left kept work (:func:`has_kept_work`) under the same run identity counts
     the earlier runs' seconds (``earlier_s``, ``earlier_runs``): the time that work cost, with whatever was computed
     after its last checkpoint and is computed again. Without kept work, or under another identity, the clock starts
-    at zero. The compute command prints :meth:`line` in the job's log and removes the file (:meth:`close`) once the
-    job's outputs are written."""
+    at zero. The compute command prints :meth:`line` in the job's log; once the job's outputs are written the file
+    stays with the kept work until the workflow removes both (:func:`featlearn.keptwork.sweep_finished`), so a run
+    after a submission that was failed while it wrapped up counts that one too.
+    """
 
     def __init__(self, work_dir: str | os.PathLike, interval: float = 30.0):
         self.path = Path(work_dir) / CLOCK_FILE

@@ -253,10 +253,11 @@ def test_a_killed_sweep_trains_only_its_unfinished_groups_and_writes_the_same_ta
     assert resumed.read_bytes() == clean.read_bytes()
 
 
-def test_a_sweep_job_killed_mid_group_resumes_from_its_finished_groups_and_removes_them(tmp_path):
+def test_a_sweep_job_killed_mid_group_resumes_from_its_finished_groups_and_the_workflow_removes_them(tmp_path):
     """The real compute command, killed with SIGKILL once it has kept its first group: the rerun loads that group (its
-    log says so), trains the rest, writes the table of an uninterrupted run and leaves no kept group behind."""
-    from featlearn.training import PARTS_DIR
+    log says so), trains the rest and writes the table of an uninterrupted run; the kept groups go once the workflow
+    accepts it."""
+    from featlearn.training import FINISHED_FILE, PARTS_DIR, sweep_finished
 
     # a slow second group (n = 4096: 4 minibatches an epoch), so that the kill lands while it trains
     cfg = {**TINY, "epochs": 40, "fig25": {"n": [4, 4096], "lrs": [1e-3]}}
@@ -282,8 +283,9 @@ def test_a_sweep_job_killed_mid_group_resumes_from_its_finished_groups_and_remov
     assert "resuming: [templates] aba_abb mlp n=4 R=1 was finished by an earlier run of this job; loaded" in rerun.stderr
     assert "mlp n=4096 R=1 epoch" in rerun.stderr  # the unfinished group trained again
     assert re.search(r"^featlearn: earlier runs of this job: [0-9.]+ s of wall time in 1 run,", rerun.stdout, re.M)
-    assert not (work / "clock.json").exists()  # the job clock's file goes with the kept groups
-    assert not (work / PARTS_DIR).exists()  # the table is written: kept groups removed
+    # the table is written: the kept groups and the job clock stay until the workflow has accepted it, then go
+    assert (work / FINISHED_FILE).exists() and (work / "clock.json").exists()
+    assert sweep_finished(tmp_path) == [work] and not work.exists()
     clean = tmp_path / "clean.csv"
     before = torch.get_num_threads()
     torch.set_num_threads(1)  # as the job

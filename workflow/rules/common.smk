@@ -32,6 +32,7 @@ from featlearn.pipeline.workflow import (
 )
 
 import featlearn.devices
+import featlearn.keptwork
 import featlearn.pipeline.evidence
 import featlearn.pipeline.jobclient
 import featlearn.pipeline.jobserver
@@ -250,6 +251,16 @@ def start_job_server():
 def stop_job_server():
     featlearn.pipeline.jobserver.stop(JOB_SERVER["handle"])
     JOB_SERVER["handle"] = None
+
+
+def sweep_finished_work():
+    """When the workflow ends (onsuccess, onerror): remove the resume checkpoints, parts and clocks that finished
+    compute jobs kept until Snakemake accepted their outputs (featlearn.keptwork.sweep_finished). A job Snakemake
+    failed after its outputs were written (killed at a time limit while its job script wrapped up) has had them
+    deleted, so its work stays for the rerun. Not with --keep-incomplete, which keeps a failed job's outputs.
+    """
+    if workflow.is_main_process and not workflow.execution_settings.keep_incomplete:
+        featlearn.keptwork.sweep_finished(RESULTS)
 
 
 def job_settings(job):

@@ -95,8 +95,9 @@ def _main(args) -> None:
         if ctx.work_dir:
             # the wall time of this job's runs, kept beside its checkpoint: a rerun after a kill logs the earlier
             # runs' seconds (featlearn.training.JobClock), which Snakemake's benchmark file of the last run leaves out
-            from featlearn.training import JobClock
+            from featlearn.training import JobClock, unmark_finished
 
+            unmark_finished(ctx.work_dir)  # a finished run's kept work, its outputs since deleted: resumed from here
             clock = JobClock(ctx.work_dir).start()
             if clock.line():
                 print(clock.line(), flush=True)
@@ -110,12 +111,13 @@ def _main(args) -> None:
         else:
             os.environ[IDENTITY_ENV] = before
     if ctx.work_dir:
-        # the outputs are written: the job's resume checkpoint, kept past its last step until now (so that a job
-        # killed before its tables resumes rather than restarts, featlearn.training), is no longer needed
-        from featlearn.training import remove_checkpoint
+        # the outputs are written. The job's kept work (checkpoint, parts, clock) stays until Snakemake has accepted
+        # them: a submission killed at its time limit after this point (while its job script wraps up) is failed by
+        # Snakemake, which deletes the outputs and resubmits; the rerun resumes from here instead of starting over.
+        # The workflow removes it when it ends (featlearn.training.sweep_finished, the Snakefile's onsuccess/onerror).
+        from featlearn.training import mark_finished
 
-        remove_checkpoint(ctx.work_dir)
-        clock.close()
+        mark_finished(ctx.work_dir, json.loads(args.outputs))
 
 
 def register(sub) -> None:

@@ -47,7 +47,7 @@ from transformers.models.gpt2.modeling_gpt2 import GPT2Attention
 
 from featlearn.io import load_tensor, write_csv
 from featlearn.precision import full_precision
-from featlearn.training import remove_checkpoint, resumable_training
+from featlearn.training import remove_checkpoint, resumable_training, run_identity
 from featlearn.templates.gpt2.checkpoints import PRETRAINED, available, check_model_name  # noqa: F401
 
 VARIANTS = ("vanilla", "identity")
@@ -330,7 +330,8 @@ def train_wikitext(settings: dict, variant: str, train_pt: str, valid_pt: str, v
     df["val_tokens"] = len(final_blocks) * (s["block"] - 1)
     df["tokenizer"] = s["tokenizer"]
     write_csv(df, out_csv)
-    remove_checkpoint(work_dir)  # finished: the table is the result
+    if not run_identity():  # outside a compute job; inside one, the compute command marks it finished
+        remove_checkpoint(work_dir)
     return df
 
 
