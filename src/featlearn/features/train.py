@@ -288,8 +288,8 @@ def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab
     ``checkpoint_seconds`` have passed since the last one (``featlearn.training.save_part``: parameters, optimiser
     state, the seeds' data and dropout streams, the step count and the logs so far, under the run identity), and a
     rerun of a killed job starts after the epoch it saved; the tables equal an uninterrupted run's. Outside a
-    compute job the checkpoint is removed once the last epoch is done; inside one the compute command removes it
-    once the tables are written."""
+    compute job the checkpoint is removed once the last epoch is done; inside one it stays until the workflow has
+    accepted the job's tables (:mod:`featlearn.keptwork`)."""
     if settings.threads > 0:
         torch.set_num_threads(settings.threads)
     dev = torch.device(settings.device)
@@ -423,7 +423,7 @@ def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab
                 "drop_gen": {s: g.get_state() for s, g in drop_gen.items()},
                 "score_logs": score_logs, "metric_rows": metric_rows})
             saved_at = time.perf_counter()
-    if work_dir and not run_identity():  # inside a compute job, its command removes it once the tables are written
+    if work_dir and not run_identity():  # inside a compute job, the workflow removes it (featlearn.keptwork)
         remove_part(work_dir, key)
     seconds = time.perf_counter() - start
     return Result(_scores_table(meta, score_logs, spec.n_out), _metrics_table(meta, metric_rows),

@@ -196,7 +196,8 @@ def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg
 
     With ``work_dir`` (a compute job's resume folder) the state is kept after a step once ``checkpoint_seconds``
     have passed since the last save, and a rerun goes on from there (module docstring); outside a compute job the
-    kept state is removed at the end, inside one the compute command removes it once the cell's table is written."""
+    kept state is removed at the end, inside one it stays until the workflow has accepted the cell's table
+    (:mod:`featlearn.keptwork`)."""
     if not (len(models) == len(hiers) == len(seeds)):
         raise ValueError("models, hiers and seeds need one entry each per run")
     C = hiers[0].n_classes
@@ -303,7 +304,7 @@ def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg
                 losses.append(loss.detach())
             log(step, torch.stack(losses))
             keep(step, lambda: {"models": [m.state_dict() for m in models], "opts": [o.state_dict() for o in opts]})
-    if work_dir and not run_identity():  # inside a compute job, its command removes it once the table is written
+    if work_dir and not run_identity():  # inside a compute job, the workflow removes it (featlearn.keptwork)
         remove_part(work_dir, key)
     return logs
 
