@@ -90,8 +90,8 @@ def test_relative_imports_and_imports_in_functions_count(tmp_path):
 # in its own package and are named by its job records, never imported by the pipeline. The command that spans
 # the papers (the LM benchmark) sits on top; the command line reaches every command through importlib.
 LAYERS = {
-    "base": ("featlearn", "io", "seeding", "devices", "precision", "plotting", "training", "allocator", "hf", "data", "lm",
-             "nulls", "cudagraphs"),
+    "base": ("featlearn", "io", "seeding", "devices", "precision", "plotting", "training", "keptwork", "allocator", "hf",
+             "data", "lm", "nulls", "cudagraphs"),
     "pipeline": ("pipeline",),
     "papers": ("features", "joma", "scan_snap", "templates"),
     "commands": ("lm_bench", "__main__"),
