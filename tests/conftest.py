@@ -89,10 +89,13 @@ def smoke_run(tmp_path_factory, shared_data):
     return work, env, result
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Groups for pytest-xdist's ``--dist loadgroup`` (``make test`` runs the tests on every core): the tests of one
     module run in one worker, so a module's fixtures (a workflow run) are made once; every test of the shared smoke run
-    (fixture ``smoke_run``) runs in one worker too, so the whole pipeline runs once, as without xdist."""
+    (fixture ``smoke_run``) runs in one worker too, so the whole pipeline runs once, as without xdist. First among the
+    hooks: xdist's own, which reads the groups into the test ids, runs after it (otherwise no group is ever seen and
+    every worker makes the smoke run again)."""
     for item in items:
         group = "smoke_run" if "smoke_run" in getattr(item, "fixturenames", ()) else item.nodeid.split("::", 1)[0]
         item.add_marker(pytest.mark.xdist_group(group))
