@@ -114,7 +114,7 @@ def _main(args) -> None:
         # the outputs are written. The job's kept work (checkpoint, parts, clock) stays until Snakemake has accepted
         # them: a submission killed at its time limit after this point (while its job script wraps up) is failed by
         # Snakemake, which deletes the outputs and resubmits; the rerun resumes from here instead of starting over.
-        # The workflow removes it when it ends (featlearn.training.sweep_finished, the Snakefile's onsuccess/onerror).
+        # The workflow removes it when it ends (featlearn.keptwork.sweep_finished, the Snakefile's onsuccess/onerror).
         from featlearn.training import mark_finished
 
         mark_finished(ctx.work_dir, json.loads(args.outputs))
