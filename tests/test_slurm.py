@@ -68,7 +68,9 @@ GPU_PARTITION_MINUTES = 50
 # are raised to LONG_RETRIES: on a machine busy with other work the job's clock runs slower than its CPU time, and
 # each submission gets through less of it (CI runs on 2 cores used all 6 submissions of 5 retries once, and all 9
 # of 8 retries once, about 140 s a submission there against 90 s on an idle machine: 14). A run that still does
-# not finish fails with what each submission trained (_long_story).
+# not finish fails with what each submission trained (_long_story). A submission that ends its training in the
+# grace before the kill and is killed while its job script wraps up is failed by Snakemake too: its rerun resumes
+# from the kept checkpoint (featlearn.keptwork; until 2026-11-29 it started over, which failed this test once).
 LONG_TARGETS = ("results/scan_snap/lm/fig7_1layer_log.csv", "results/scan_snap/lm/fig7_1layer_maps.csv")
 LONG_RULE = "scan_snap_wikitext"
 LONG_LOG = "results/logs/scan_snap/wikitext_fig7_1layer.log"
