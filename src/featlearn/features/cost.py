@@ -238,7 +238,8 @@ def char_gpt(settings: dict, vocab: int):
     clipping), a :class:`featlearn.lm.bench.Built`, from the run's shape and optimiser settings."""
     from featlearn.features.gpt import GPT, GPTConfig
     from featlearn.features.lm import char_optimizer
-    from featlearn.lm.bench import Built, next_token_loss
+    from featlearn.lm.bench import Built
+    from featlearn.lm.loss import next_token_loss
 
     s = settings
     net = GPT(GPTConfig(vocab, s["block_size"], s["n_layer"], s["n_head"], s["n_embd"], s["dropout"]))

@@ -44,6 +44,7 @@ import torch.nn.functional as F
 
 from featlearn.cudagraphs import GraphedSteps, captured, to_device
 from featlearn.io import load_tensor, write_csv
+from featlearn.lm.loss import next_token_loss
 from featlearn.precision import full_precision
 from featlearn.training import resumable_training
 
@@ -271,7 +272,7 @@ def char_train_step(model, opt: torch.optim.Optimizer, grad_clip: float, x: torc
     gradients clipped to norm ``grad_clip``, the optimiser's step; returns the loss (detached, on the device).
     Nothing syncs with the host, so a CUDA graph can hold it with a graph-safe optimiser (:func:`char_optimizer`)."""
     logits = model(x)
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+    loss = next_token_loss(logits, y)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)

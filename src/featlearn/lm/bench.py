@@ -26,11 +26,11 @@ from typing import Callable
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from featlearn.devices import device_label
 from featlearn.cudagraphs import GraphedSteps, captured
 from featlearn.lm.cost import LMSize, flops_per_token, probe_settings
+from featlearn.lm.loss import next_token_loss
 
 
 @dataclass
@@ -47,10 +47,6 @@ class Built:
     n_layer: int
     d_model: int
     output_weight: nn.Parameter
-
-
-def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
 
 def tutorial_lm(settings: dict, vocab: int, optimizer: str) -> Built:

@@ -38,6 +38,7 @@ import torch.nn.functional as F
 from featlearn.cudagraphs import GraphedSteps, captured
 from featlearn.lm.attention import attention_entropy
 from featlearn.lm.data import batchify, get_batch, num_batches
+from featlearn.lm.loss import next_token_loss
 from featlearn.lm.model import LMConfig, TransformerLM
 from featlearn.lm.rank import stable_rank
 from featlearn.training import resumable_training
@@ -112,7 +113,7 @@ def train_step(model: TransformerLM, opt: torch.optim.Optimizer, clip: float, x:
     ``clip``, the optimiser's step; returns the loss (detached, on the device). Nothing syncs with the host, so a
     CUDA graph can hold it with a graph-safe optimiser (:func:`make_optimizer`)."""
     logits, _ = model(x)
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+    loss = next_token_loss(logits, y)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), clip)

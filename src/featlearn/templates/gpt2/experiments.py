@@ -40,12 +40,12 @@ import time
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers import GPT2Config, GPT2LMHeadModel, GPT2Model
 from transformers.models.gpt2.modeling_gpt2 import GPT2Attention
 
 from featlearn.io import load_tensor, write_csv
+from featlearn.lm.loss import next_token_loss
 from featlearn.precision import full_precision
 from featlearn.training import remove_checkpoint, resumable_training, run_identity
 from featlearn.templates.gpt2.checkpoints import PRETRAINED, available, check_model_name  # noqa: F401
@@ -170,7 +170,7 @@ def epoch_order(n_blocks: int, seed: int, epoch: int) -> torch.Tensor:
 def lm_loss(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
     """Mean next-token cross-entropy over the block (each block predicts its tokens 2..T)."""
     logits = model(input_ids=x, use_cache=False).logits
-    return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
+    return next_token_loss(logits[:, :-1], x[:, 1:])
 
 
 @torch.no_grad()
