@@ -9,7 +9,8 @@ precisions alternate ``--repeat`` times and the median is reported.
 
     python benchmarks/precision_speed.py            # needs the prepared data of a default run (results/data)
 
-Run it with nothing else on the machine; it takes a few minutes.
+Run it with nothing else on the machine; it takes a few minutes. ``--variants bf16-unblocked bf16`` times instead the
+bf16 step with ``F.cross_entropy`` against the blocked bf16 cross-entropy the LMs train with (``featlearn.lm.loss``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ import torch
 from featlearn import precision
 from featlearn.pipeline.registry import load
 spec, name, steps = json.loads(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+if name.endswith("-unblocked"):  # the step as before featlearn.lm.loss: F.cross_entropy on bf16 logits too
+    import featlearn.lm.loss
+    featlearn.lm.loss.blocked = lambda logits: False
+    name = name.removesuffix("-unblocked")
 torch.set_num_threads(1)
 fn = load(spec["run"])
 with precision.scoped(name, "cpu"):
@@ -62,18 +67,21 @@ def main(argv=None) -> None:
     ap.add_argument("--results", default=str(ROOT / "results"), help="results folder with the prepared data")
     ap.add_argument("--rules", nargs="*", default=list(RULES), choices=list(RULES))
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--variants", nargs=2, default=["fp32", "bf16"], choices=["fp32", "bf16", "bf16-unblocked"],
+                    help="the two arithmetics timed (the first is the reference)")
     ap.add_argument("--out", default=None, help="JSON file of the rows (default: print only)")
     args = ap.parse_args(argv)
     t0, rows = time.perf_counter(), []
     for rule in args.rules:
         label, spec = representative(rule, args.results)
-        got = {"fp32": [], "bf16": []}
+        ref, new = args.variants
+        got = {ref: [], new: []}
         for _ in range(args.repeat):
             for name in got:
                 got[name].append(timed(spec, name, RULES[rule]))
-        fp32, bf16 = statistics.median(got["fp32"]), statistics.median(got["bf16"])
-        row = {"rule": rule, "job": label, "probe": spec["kind"], "fp32_s_per_step": round(fp32, 4),
-               "bf16_s_per_step": round(bf16, 4), "bf16_over_fp32": round(bf16 / fp32, 2)}
+        a, b = statistics.median(got[ref]), statistics.median(got[new])
+        row = {"rule": rule, "job": label, "probe": spec["kind"], f"{ref}_s_per_step": round(a, 4),
+               f"{new}_s_per_step": round(b, 4), f"{new}_over_{ref}": round(b / a, 2)}
         print(f"[precision] {json.dumps(row)}", file=sys.stderr, flush=True)
         rows.append(row)
     write_record(rows, t0, args.out, threads=1)

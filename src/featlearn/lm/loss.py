@@ -4,12 +4,12 @@ Under a CPU's bfloat16 autocast the output layer returns bfloat16 logits ([token
 tutorial LMs, 1,016 x 50,257 for templates Fig. 6's GPT-2s), and ``F.cross_entropy`` converts them whole to float32,
 takes a float32 log-softmax, fills a float32 gradient with zeros for its backward and converts the result back:
 five passes over tensors of 93-204 MB, at memory speed, about half of the step (docs/performance.md, "The LM step's
-cross-entropy"). :func:`next_token_loss` computes the same loss on bfloat16 logits of a CPU tensor a few rows at a
-time, each block converted to float32 while it sits in the core's cache: each row's largest logit and log-sum-exp in
-the forward pass, the float32 softmax less the target's one-hot, times the upstream gradient over the row count, rounded to bfloat16 in
-the backward pass. Same arithmetic as ``F.cross_entropy`` (float32 log-softmax of the same bfloat16 values, mean over
-rows); only the order of the float32 sums differs, so the loss and gradient agree to float32 rounding before the
-gradient's bfloat16 rounding (tests/lm/test_loss.py).
+cross-entropy and Adam"). :func:`next_token_loss` computes the same loss on bfloat16 logits of a CPU tensor a few rows
+at a time, each block converted to float32 while it sits in the core's cache: each row's largest logit and log-sum-exp
+in the forward pass; in the backward pass the float32 softmax less the target's one-hot, times the upstream gradient
+over the row count, rounded to bfloat16. Same arithmetic as ``F.cross_entropy`` (float32 log-softmax of the same
+bfloat16 values, mean over rows); only the order of the float32 sums differs, so the loss and gradient agree to
+float32 rounding before the gradient's bfloat16 rounding (tests/lm/test_loss.py).
 
 Every other case (float32 or float64 logits, which is every evaluation and every fp32 job, and any CUDA tensor, where
 autocast already keeps the softmax in float32 and a Python loop of small blocks would cost launches) calls

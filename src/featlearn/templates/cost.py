@@ -179,15 +179,14 @@ def finetune_probe(shape: dict, dim_value: int, device: str, steps: int, warmup:
 def gpt2_lm(settings: dict, vocab: int):
     """The GPT-2 LM of ``featlearn.templates.gpt2.experiments.train_wikitext`` (AdamW, no clipping), a
     :class:`featlearn.lm.bench.Built`."""
-    import torch
 
     from featlearn.lm.bench import Built
-    from featlearn.templates.gpt2.experiments import build_lm, lm_loss, small_config
+    from featlearn.templates.gpt2.experiments import build_lm, lm_loss, lm_optimizer, small_config
 
     s = settings
     config = small_config(vocab, s["n_layer"], s["n_embd"], s["n_head"], s["block"], s["dropout"])
     net = build_lm(config, s["variant"], s["seed"])
-    opt = torch.optim.AdamW(net.parameters(), lr=s["lr"], weight_decay=s["weight_decay"])
+    opt = lm_optimizer(net, s)
 
     def loss(tokens):
         return lm_loss(net, tokens[:, :-1])  # blocks of `block` tokens predicting their tokens 2..block
