@@ -141,29 +141,37 @@ def compare(reference: Path, candidate: Path, seed: Path | None) -> tuple[list[d
     return claim_rows, curve_rows, time_rows
 
 
+def _table(header: list[str], rows: list[list[str]], keep: list[bool]) -> list[str]:
+    """A Markdown table of the columns whose ``keep`` is true."""
+    def line(cells):
+        return "| " + " | ".join(c for c, k in zip(cells, keep) if k) + " |"
+    return [line(header), "|" + "---|" * sum(keep)] + [line(r) for r in rows]
+
+
 def report(claim_rows: list[dict], curve_rows: list[dict], time_rows: list[dict], candidate: str,
-           reference: str = "fp32") -> str:
+           reference: str = "fp32", seeded: bool = True) -> str:
+    """The three tables as Markdown; without a seed run (``seeded`` false) its columns are left out."""
     ref = reference
-    lines = [f"| figure | claim | {ref} | {candidate} | {ref}, other seed | |{candidate} − {ref}| | "
-             f"|seed − {ref}| | verdict {ref} | verdict {candidate} | verdict other seed |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    same = total = 0
+    rows, same, total = [], 0, 0
     for r in claim_rows:
         if "fp32" not in r:
-            lines.append(f"| {r['figure']} | {r['claim']} | | | | | | | | |")
+            rows.append([r["figure"], r["claim"]] + [""] * 8)
             continue
         total += 1
         same += r["verdict_fp32"] == r["verdict_candidate"]
-        flag = " (over the seed's)" if r["gap"] > r["seed_gap"] else ""
-        lines.append(f"| {r['figure']} | {r['claim']} | {fmt(r['fp32'])} | {fmt(r['candidate'])} | {fmt(r['seed'])} | "
-                     f"{fmt(r['gap'], 2)}{flag if not math.isnan(r['seed_gap']) else ''} | {fmt(r['seed_gap'], 2)} | "
-                     f"{r['verdict_fp32']} | {r['verdict_candidate']} | {r['verdict_seed']} |")
+        flag = " (over the seed's)" if seeded and r["gap"] > r["seed_gap"] else ""
+        rows.append([r["figure"], r["claim"], fmt(r["fp32"]), fmt(r["candidate"]), fmt(r["seed"]),
+                     f"{fmt(r['gap'], 2)}{flag if not math.isnan(r['seed_gap']) else ''}", fmt(r["seed_gap"], 2),
+                     r["verdict_fp32"], r["verdict_candidate"], r["verdict_seed"]])
+    keep = [True] * 4 + [seeded, True, seeded, True, True, seeded]
+    lines = _table(["figure", "claim", ref, candidate, f"{ref}, other seed", f"|{candidate} − {ref}|", f"|seed − {ref}|",
+                    f"verdict {ref}", f"verdict {candidate}", "verdict other seed"], rows, keep)
     head = [f"**Verdicts: {same} of {total} claims the same in {candidate} as in {ref}.**", ""]
-    curve = ["", f"| figure | LM run | final val loss {ref} | {candidate} | {ref}, other seed | largest |{candidate} − {ref}| "
-             f"over the curve | largest |seed − {ref}| |", "|---|---|---|---|---|---|---|"]
-    for r in curve_rows:
-        curve.append(f"| {r['figure']} | `{r['run']}` | {fmt(r['final_fp32'])} | {fmt(r['final_candidate'])} | "
-                     f"{fmt(r['final_seed'])} | {fmt(r['max_gap'], 2)} | {fmt(r['max_seed_gap'], 2)} |")
+    curve = [[r["figure"], f"`{r['run']}`", fmt(r["final_fp32"]), fmt(r["final_candidate"]), fmt(r["final_seed"]),
+              fmt(r["max_gap"], 2), fmt(r["max_seed_gap"], 2)] for r in curve_rows]
+    curve = [""] + _table(["figure", "LM run", f"final val loss {ref}", candidate, f"{ref}, other seed",
+                           f"largest |{candidate} − {ref}| over the curve", f"largest |seed − {ref}|"], curve,
+                          [True] * 4 + [seeded, True, seeded])
     times = ["", f"| figure | job | wall {ref} (s) | wall {candidate} (s) | ratio |", "|---|---|---|---|---|"]
     t_ref = t_c = 0.0
     counted = set()  # a job shared by two figures (JoMA's 5-layer LM at lr 1e-4) counts once in the total
@@ -186,7 +194,7 @@ def main(argv=None) -> None:
     p.add_argument("--reference-name", default="fp32", help="the reference's name, for the headers")
     p.add_argument("--out", type=Path, help="write the Markdown here (default: print it)")
     a = p.parse_args(argv)
-    text = report(*compare(a.reference, a.candidate, a.seed), a.name, a.reference_name)
+    text = report(*compare(a.reference, a.candidate, a.seed), a.name, a.reference_name, a.seed is not None)
     if a.out:
         a.out.write_text(text)
     print(text)

@@ -76,14 +76,14 @@ class LMRun:
 def make_optimizer(model: TransformerLM, optimizer: str, lr: float, ffn_lr: float | None = None,
                    graph_safe: bool = False) -> torch.optim.Optimizer:
     """Adam, or SGD without momentum with its own learning rate for the feed-forward weights (``ffn_lr``, None: ``lr``).
-    Adam is PyTorch's fused one (one kernel per parameter for the whole update: 1.3x a CPU step of JoMA's 1-layer LM
-    against the default single-tensor Adam, the same update up to float rounding; docs/performance.md, "The LM step's
-    cross-entropy and Adam"). ``graph_safe``: the optimiser of a step captured as a CUDA graph: Adam also capturable
-    (its step counts and bias corrections on the device); SGD as it is (no state, constant learning rates)."""
+    ``graph_safe``: the optimiser of a step captured as a CUDA graph: Adam fused and capturable (its step counts and
+    bias corrections on the device); SGD as it is (no state, constant learning rates). The eager Adam stays PyTorch's
+    default: the fused one, 1.3x faster on a CPU, moved one JoMA Fig. 6 claim across its threshold at the default scale
+    (docs/performance.md, "The LM step's cross-entropy and Adam")."""
     if optimizer == "adam":
         if graph_safe:
             return torch.optim.Adam(model.parameters(), lr=lr, fused=True, capturable=True)
-        return torch.optim.Adam(model.parameters(), lr=lr, fused=True)
+        return torch.optim.Adam(model.parameters(), lr=lr)
     if optimizer != "sgd":
         raise ValueError(f"unknown optimizer {optimizer!r}")
     ffn = {id(p) for p in model.ffn_parameters()}

@@ -174,9 +174,8 @@ def lm_loss(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 def lm_optimizer(model: nn.Module, settings: dict) -> torch.optim.AdamW:
-    """AdamW with a constant learning rate [P Fig. 6], PyTorch's fused one (the same update up to float rounding as
-    the default single-tensor AdamW, faster on a CPU: docs/performance.md, "The LM step's cross-entropy and Adam")."""
-    return torch.optim.AdamW(model.parameters(), lr=settings["lr"], weight_decay=settings["weight_decay"], fused=True)
+    """AdamW with a constant learning rate [P Fig. 6] (the training's and its cost probe's)."""
+    return torch.optim.AdamW(model.parameters(), lr=settings["lr"], weight_decay=settings["weight_decay"])
 
 
 @torch.no_grad()
