@@ -72,7 +72,8 @@ def blocked(logits: torch.Tensor) -> bool:
 
 def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy of ``logits`` [..., V] against ``targets`` [...]: ``F.cross_entropy`` on the flattened
-    rows, or its blocked form for bfloat16 logits on a CPU (module docstring)."""
+    rows, or its blocked form for bfloat16 logits on a CPU (module docstring). Every target is a real token: there is
+    no ``ignore_index`` (no caller pads its targets), and a negative target fails in the blocked form's gather."""
     flat, flat_targets = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)
     if blocked(flat):
         return _BlockedBF16CrossEntropy.apply(flat.contiguous(), flat_targets.long())
