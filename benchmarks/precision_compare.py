@@ -14,7 +14,10 @@ only, and says where the precision's gap exceeds the seed's).
 
 The same comparison serves any change that moves the LMs' last bits at one precision (``--reference-name`` names the
 reference's columns, ``--name`` the candidate's): docs/precision_cpu_blocked_ce.md compares the blocked bf16
-cross-entropy with ``F.cross_entropy``, both in bf16.
+cross-entropy with ``F.cross_entropy``, both in bf16. ``--figures graphs`` compares instead the figures of the
+CUDA-graph switches' trainers that are not LMs (the templates sweeps, Scan and Snap's synthetic runs, the features
+classifiers; their claims and job times, no curves): docs/cuda_graphs_cpu.md compares their graph-safe steps, run
+uncaptured on a CPU, with the eager steps.
 """
 
 from __future__ import annotations
@@ -35,6 +38,17 @@ FIGURES = (
     ("features", "7", "features Fig. 7", "features/lm/[pw]*/log.csv", "features/lm/[pw]*.tsv"),
     ("templates", "6", "templates Fig. 6", "templates/gpt2_wikitext/wikitext2/*.csv", "templates/gpt2_wikitext/wikitext2/*.tsv"),
 )
+
+
+# The same for the trainers with a CUDA-graph switch that are not LMs (no LM curves); docs/gpu.md lists the switches.
+GRAPH_FIGURES = (
+    ("templates", "2c", "templates Fig. 2c", None, "templates/sweep_2c.tsv"),
+    ("scan_snap", "4", "Scan and Snap Fig. 4", None, "scan_snap/syn_small.tsv"),
+    ("scan_snap", "5", "Scan and Snap Fig. 5", None, "scan_snap/adam.tsv"),
+    ("scan_snap", "6", "Scan and Snap Fig. 6", None, "scan_snap/syn_medium.tsv"),
+    ("features", "2", "features Fig. 2", None, "features/train_sst_*.tsv"),
+)
+FIGURE_SETS = {"lm": FIGURES, "graphs": GRAPH_FIGURES}
 
 
 def same_run(name: str) -> str:
@@ -79,7 +93,9 @@ def final_val(path: Path) -> float:
     return float(val_curve(path).iloc[-1])
 
 
-def curves(root: Path, pattern: str, reference: Path | None = None) -> dict[str, Path]:
+def curves(root: Path, pattern: str | None, reference: Path | None = None) -> dict[str, Path]:
+    if pattern is None:  # a figure without LMs
+        return {}
     return {same_run(p.relative_to(root / "results").as_posix()): p for p in sorted((root / "results").glob(pattern))
             if made_here(p, root, reference)}
 
@@ -100,9 +116,9 @@ def fmt(x: float, digits: int = 4) -> str:
     return f"{x:.{digits}g}"
 
 
-def compare(reference: Path, candidate: Path, seed: Path | None) -> tuple[list[dict], list[dict], list[dict]]:
+def compare(reference: Path, candidate: Path, seed: Path | None, figures=FIGURES) -> tuple[list[dict], list[dict], list[dict]]:
     claim_rows, curve_rows, time_rows = [], [], []
-    for paper, stem, label, logs, benches in FIGURES:
+    for paper, stem, label, logs, benches in figures:
         ref, cand = claims(reference, paper, stem), claims(candidate, paper, stem, reference)
         other = claims(seed, paper, stem, reference) if seed else None
         if ref is None or cand is None:
@@ -171,7 +187,7 @@ def report(claim_rows: list[dict], curve_rows: list[dict], time_rows: list[dict]
               fmt(r["max_gap"], 2), fmt(r["max_seed_gap"], 2)] for r in curve_rows]
     curve = [""] + _table(["figure", "LM run", f"final val loss {ref}", candidate, f"{ref}, other seed",
                            f"largest |{candidate} − {ref}| over the curve", f"largest |seed − {ref}|"], curve,
-                          [True] * 4 + [seeded, True, seeded])
+                          [True] * 4 + [seeded, True, seeded]) if curve_rows else []  # (no LMs: no curves)
     times = ["", f"| figure | job | wall {ref} (s) | wall {candidate} (s) | ratio |", "|---|---|---|---|---|"]
     t_ref = t_c = 0.0
     counted = set()  # a job shared by two figures (JoMA's 5-layer LM at lr 1e-4) counts once in the total
@@ -192,9 +208,12 @@ def main(argv=None) -> None:
     p.add_argument("--seed", type=Path, help="checkout of an fp32 run with other seeds (the seed spread)")
     p.add_argument("--name", default="bf16", help="the candidate's precision, for the headers")
     p.add_argument("--reference-name", default="fp32", help="the reference's name, for the headers")
+    p.add_argument("--figures", choices=sorted(FIGURE_SETS), default="lm",
+                   help="which figures: the LM figures (default) or those of the other CUDA-graph switches' trainers")
     p.add_argument("--out", type=Path, help="write the Markdown here (default: print it)")
     a = p.parse_args(argv)
-    text = report(*compare(a.reference, a.candidate, a.seed), a.name, a.reference_name, a.seed is not None)
+    text = report(*compare(a.reference, a.candidate, a.seed, FIGURE_SETS[a.figures]), a.name, a.reference_name,
+                  a.seed is not None)
     if a.out:
         a.out.write_text(text)
     print(text)

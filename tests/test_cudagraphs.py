@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from featlearn.cudagraphs import GraphedSteps, StagedBatches, captured
+from featlearn.cudagraphs import UNCAPTURED_ENV, GraphedSteps, StagedBatches, captured, graph_safe_step
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -42,6 +42,26 @@ def test_staged_batches_are_read_in_order():
 def test_capture_only_with_the_switch_on_a_cuda_device():
     assert captured(True, "cuda") and captured(True, torch.device("cuda", 0))
     assert not captured(False, "cuda") and not captured(True, "cpu") and not captured(True, torch.device("cpu"))
+
+
+def test_the_graph_safe_step_runs_on_a_gpu_when_asked_uncaptured_or_by_the_environment(monkeypatch, capsys):
+    """Without the diagnostic: the graph-safe step on a CUDA device (captured) or where the caller asks for it
+    uncaptured; with it, on any device and never captured, and the job's log says so. Off, the switch decides."""
+    monkeypatch.delenv(UNCAPTURED_ENV, raising=False)
+    assert graph_safe_step(True, "cuda") and graph_safe_step(True, "cpu", capture=False)
+    assert not graph_safe_step(True, "cpu") and not graph_safe_step(False, "cuda") and not graph_safe_step(False, "cpu", False)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv(UNCAPTURED_ENV, "1")
+    assert graph_safe_step(True, "cpu") and graph_safe_step(True, torch.device("cuda", 0))
+    assert not graph_safe_step(False, "cpu")  # a trainer whose switch is off keeps its eager step
+    assert not captured(True, "cuda") and not captured(True, "cpu")
+    err = capsys.readouterr().err
+    assert err.count(f"{UNCAPTURED_ENV}=1: the graph-safe step runs uncaptured") == 2 and "on cpu" in err
+    monkeypatch.setenv(UNCAPTURED_ENV, "0")
+    assert not graph_safe_step(True, "cpu") and captured(True, "cuda")
+    monkeypatch.setenv(UNCAPTURED_ENV, "yes")
+    with pytest.raises(ValueError, match=UNCAPTURED_ENV):
+        graph_safe_step(True, "cpu")
 
 
 @needs_cuda

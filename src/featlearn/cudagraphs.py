@@ -20,21 +20,56 @@ step by step (the features classifiers' padded batches) go through pinned memory
 Nothing here runs on a CPU: there the trainers keep their eager step and their tables are unchanged. The
 graph-safe steps are tested on the CPU run uncaptured (they compute what the eager steps compute up to float
 rounding); capture and replay are tested only where a CUDA device is present (docs/gpu.md).
+
+A diagnostic, for measuring what the graph-safe arithmetic does to a figure's verdicts on a machine without a GPU:
+with ``FEATLEARN_GRAPH_SAFE_UNCAPTURED=1`` in the environment, every trainer whose switch is on runs its graph-safe
+step uncaptured, on any device (:func:`graph_safe_step`, :func:`captured`). The job's settings do not hold this
+input, so use it in a results folder of its own; each training it changes says so in its log (docs/gpu.md, "The
+graph-safe steps' verdicts on a CPU").
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 
 import torch
+
+# The environment variable of the diagnostic above ("1": on).
+UNCAPTURED_ENV = "FEATLEARN_GRAPH_SAFE_UNCAPTURED"
 
 # Bytes of staged host-sampled inputs moved to the device at a time (:class:`StagedBatches`).
 STAGE_BYTES = 128 * 2**20
 
 
+def uncaptured_requested() -> bool:
+    """Whether the environment asks every switched-on trainer for its graph-safe step uncaptured (``UNCAPTURED_ENV``)."""
+    value = os.environ.get(UNCAPTURED_ENV, "")
+    if value not in ("", "0", "1"):
+        raise ValueError(f"{UNCAPTURED_ENV} must be 1 (on) or 0 / unset (off), got {value!r}")
+    return value == "1"
+
+
+def graph_safe_step(switch: bool, device: torch.device | str, capture: bool = True) -> bool:
+    """Whether a trainer whose CUDA-graph switch is ``switch`` runs its graph-safe step: on a CUDA device, or anywhere
+    when its caller asks for the step uncaptured (``capture=False``, the CPU tests) or the environment does
+    (``UNCAPTURED_ENV``)."""
+    if not switch:
+        return False
+    if not capture or torch.device(device).type == "cuda" and not uncaptured_requested():
+        return True
+    if uncaptured_requested():
+        print(f"featlearn: {UNCAPTURED_ENV}=1: the graph-safe step runs uncaptured on {torch.device(device)} (a diagnostic: "
+              "these tables are not the eager step's)", file=sys.stderr, flush=True)
+        return True
+    return False
+
+
 def captured(switch: bool, device: torch.device | str) -> bool:
-    """Whether a trainer captures its step: its switch is on and it trains on a CUDA device."""
-    return bool(switch) and torch.device(device).type == "cuda"
+    """Whether a trainer captures its step: its switch is on, it trains on a CUDA device and the environment does not
+    ask for the graph-safe step uncaptured (``UNCAPTURED_ENV``)."""
+    return bool(switch) and torch.device(device).type == "cuda" and not uncaptured_requested()
 
 
 def to_device(x: torch.Tensor, device: torch.device | str) -> torch.Tensor:

@@ -63,6 +63,20 @@ def test_the_graph_safe_step_trains_as_the_eager_step_does(tmp_path, one_thread)
     assert not constant.equals(graph_safe)
 
 
+def test_the_environment_runs_the_graph_safe_step_uncaptured_on_a_cpu(tmp_path, one_thread, monkeypatch, capsys):
+    """With the diagnostic (featlearn.cudagraphs.UNCAPTURED_ENV) the switched-on character GPT trains with the
+    graph-safe step on the CPU (fused AdamW, its learning rate in a tensor): what ``capture=False`` gives, bit for bit."""
+    from featlearn.cudagraphs import UNCAPTURED_ENV
+
+    uncaptured_model, uncaptured = _train(tmp_path, "uncaptured", capture=False, cuda_graphs=True)
+    monkeypatch.setenv(UNCAPTURED_ENV, "1")
+    env_model, by_environment = _train(tmp_path, "by_environment", cuda_graphs=True)
+    assert f"{UNCAPTURED_ENV}=1: the graph-safe step runs uncaptured" in capsys.readouterr().err
+    pd.testing.assert_frame_equal(uncaptured, by_environment, check_exact=True)
+    for (name, a), b in zip(uncaptured_model.state_dict().items(), env_model.state_dict().values()):
+        assert torch.equal(a, b), name
+
+
 def test_the_learning_rate_tensor_is_shared_and_set_in_place():
     net = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.LayerNorm(2))
     opt = L.char_optimizer(net, 1e-3, 0.1, 0.99, graph_safe=True)

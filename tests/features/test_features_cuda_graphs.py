@@ -90,6 +90,23 @@ def test_the_graph_safe_step_is_the_eager_step(kind, optimizer, dropout):
     assert not torch.allclose(eager.params["E"], _train(_settings(kind=kind, epochs=0)).params["E"])  # it did train
 
 
+def test_the_environment_runs_the_graph_safe_step_uncaptured_on_a_cpu(monkeypatch, capsys):
+    """With the diagnostic (featlearn.cudagraphs.UNCAPTURED_ENV) a switched-on job trains with the graph-safe step on
+    the CPU (padded batches, dense Adagrad): what ``capture=False`` gives, bit for bit."""
+    from featlearn.cudagraphs import UNCAPTURED_ENV
+
+    settings = T.Settings(**{**_settings(kind="mlp", optimizer="adagrad", dropout=0.3, lr=0.05).__dict__,
+                             "cuda_graphs": True})
+    uncaptured = _train(settings, capture=False)
+    monkeypatch.setenv(UNCAPTURED_ENV, "1")
+    by_environment = _train(settings)
+    assert f"{UNCAPTURED_ENV}=1: the graph-safe step runs uncaptured" in capsys.readouterr().err
+    for a, b in ((uncaptured.scores, by_environment.scores), (uncaptured.metrics, by_environment.metrics),
+                 (uncaptured.summary, by_environment.summary)):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert all(torch.equal(uncaptured.params[k], by_environment.params[k]) for k in uncaptured.params)
+
+
 def test_the_graph_safe_step_with_one_seed_and_multiclass_labels():
     """One seed (its batch shared by every run, short batches at the ends of pools padded with filler rows) and a
     three-class task (softmax cross-entropy), one activation per job as most jobs have."""

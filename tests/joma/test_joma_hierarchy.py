@@ -274,6 +274,19 @@ def test_the_graph_safe_step_is_the_eager_step(monkeypatch):
     assert not torch.equal(eager[0].embed.weight, T1.build_model(20, 5, CFG, 1).embed.weight)  # it did train
 
 
+def test_the_environment_runs_the_graph_safe_step_uncaptured_on_a_cpu(monkeypatch, capsys):
+    """With the diagnostic (featlearn.cudagraphs.UNCAPTURED_ENV) a switched-on vectorised cell trains with the
+    graph-safe step on the CPU: what ``capture=False`` gives, bit for bit."""
+    from featlearn.cudagraphs import UNCAPTURED_ENV
+
+    (uncaptured, log_a) = _vectorised(cuda_graphs=True, capture=False)
+    monkeypatch.setenv(UNCAPTURED_ENV, "1")
+    (by_environment, log_b) = _vectorised(cuda_graphs=True)
+    assert f"{UNCAPTURED_ENV}=1: the graph-safe step runs uncaptured" in capsys.readouterr().err
+    assert log_a == log_b
+    assert all(torch.equal(p, q) for m, n in zip(uncaptured, by_environment) for p, q in zip(m.parameters(), n.parameters()))
+
+
 def test_the_switch_leaves_a_vectorised_cell_table_unchanged_on_a_cpu(tmp_path):
     cfg = {"C": 20, "n_ch": 2, "n0": 10, "n1": 20, "M": 100, "T": 30, "d": 8, "d_hidden": 16, "layers": 3, "steps": 3,
            "batch": 16, "lr": 1e-3, "wd": 1e-4, "eval_samples": 64, "log_every": 2, "vectorise": True, "seeds": [1, 2]}

@@ -51,6 +51,19 @@ def test_the_graph_safe_step_is_the_eager_step_with_sgd(tmp_path):
     pd.testing.assert_frame_equal(eager["maps"], graph_safe["maps"], check_exact=True)
 
 
+def test_the_environment_runs_the_graph_safe_step_uncaptured_on_a_cpu(tmp_path, monkeypatch, capsys):
+    """With the diagnostic (featlearn.cudagraphs.UNCAPTURED_ENV) a switched-on LM trains with the graph-safe step on the
+    CPU (Adam: fused and capturable): what ``capture=False`` gives, bit for bit."""
+    from featlearn.cudagraphs import UNCAPTURED_ENV
+
+    uncaptured = _train(tmp_path, "uncaptured", capture=False, **ADAM, cuda_graphs=True)
+    monkeypatch.setenv(UNCAPTURED_ENV, "1")
+    by_environment = _train(tmp_path, "by_environment", **ADAM, cuda_graphs=True)
+    assert f"{UNCAPTURED_ENV}=1: the graph-safe step runs uncaptured" in capsys.readouterr().err
+    pd.testing.assert_frame_equal(uncaptured["log"], by_environment["log"], check_exact=True)
+    pd.testing.assert_frame_equal(uncaptured["maps"], by_environment["maps"], check_exact=True)
+
+
 def _close(a: dict, b: dict, rtol: float, atol: float) -> None:
     pd.testing.assert_frame_equal(a["log"], b["log"], check_exact=False, rtol=rtol, atol=atol)
     # (maps logged before a resume's checkpoint come back from it as float64)

@@ -205,6 +205,26 @@ def test_the_graph_safe_step_is_the_eager_step(optimizer, init, monkeypatch):
     assert not torch.equal(eager.z_query[0], eager.z_query[-1])  # it did train
 
 
+def test_the_environment_runs_the_graph_safe_step_uncaptured_on_a_cpu(monkeypatch):
+    """With the diagnostic (featlearn.cudagraphs.UNCAPTURED_ENV) a switched-on RunSet trains with the graph-safe step
+    on the CPU, every step of it: what ``capture=False`` gives, bit for bit. A RunSet whose switch is off keeps its
+    eager step."""
+    from featlearn.cudagraphs import UNCAPTURED_ENV
+    from featlearn.scan_snap import train as train_module
+
+    kw = _settings("adam", init="default", batch=16, iterations=6, log_every=3)
+    uncaptured = train(_three_runs(**{**kw, "cuda_graphs": True}), capture=False)
+    calls = []
+    real = train_module._graph_step
+    monkeypatch.setattr(train_module, "_graph_step", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setenv(UNCAPTURED_ENV, "1")
+    by_environment = train(_three_runs(**{**kw, "cuda_graphs": True}))
+    assert len(calls) == 6
+    assert all(torch.equal(a, b) for a, b in zip(_logged(uncaptured), _logged(by_environment)))
+    train(_three_runs(**kw))  # the switch off
+    assert len(calls) == 6
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("optimizer, init", [("sgd", "default"), ("adam", "zero")])
 def test_cuda_graphs_train_as_the_eager_step_does(optimizer, init):

@@ -524,6 +524,26 @@ def test_the_graph_safe_step_is_the_eager_step():
     assert torch.allclose(train, eager_train, rtol=1e-12)
 
 
+def test_the_environment_runs_the_graph_safe_step_uncaptured_on_a_cpu(monkeypatch):
+    """With the diagnostic (featlearn.cudagraphs.UNCAPTURED_ENV) a switched-on group trains with the graph-safe step on
+    the CPU: every step goes through it, and the group trains as the eager step does up to float rounding. A group
+    whose switch is off keeps the eager step."""
+    from featlearn.cudagraphs import UNCAPTURED_ENV
+
+    runs = [S.RunSpec(1, 1e-2, "vanilla"), S.RunSpec(2, 3e-3, "kq")]
+    calls = []
+    real = S._graph_step
+    monkeypatch.setattr(S, "_graph_step", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setenv(UNCAPTURED_ENV, "1")
+    graph_safe, eager = (S.train_group(_group(T.aba_abb(), 12, runs, model=TINY, epochs=3, batch=5, dtype=torch.float64,
+                                             progress=False, cuda_graphs=g)) for g in (True, False))
+    assert len(calls) == 3 * 3  # 3 epochs of 3 minibatches, all of the switched-on group's
+    assert torch.equal(eager.best_epoch, graph_safe.best_epoch)
+    for name in eager.params:
+        assert torch.allclose(eager.params[name], graph_safe.params[name], rtol=1e-9, atol=1e-12), name
+    assert torch.allclose(eager.train_loss, graph_safe.train_loss, rtol=1e-9)
+
+
 def test_the_sync_free_selection_gives_the_host_selection_results(monkeypatch):
     """The GPU's sync-free epochs (selection on the device, the test split evaluated at every evaluation, results read
     once), forced on a CPU, give the host path's results exactly: best epochs, losses, final values and curves. The

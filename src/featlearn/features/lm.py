@@ -42,7 +42,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from featlearn.cudagraphs import GraphedSteps, captured, to_device
+from featlearn.cudagraphs import GraphedSteps, captured, graph_safe_step, to_device
 from featlearn.io import load_tensor, write_csv
 from featlearn.lm.loss import next_token_loss
 from featlearn.precision import full_precision
@@ -294,7 +294,7 @@ def train_char_gpt(run: CharRun, train_ids: torch.Tensor, valid_ids: torch.Tenso
     dev = torch.device(device)
     torch.manual_seed(run.seed)
     model = GPT(GPTConfig(vocab, run.block_size, run.n_layer, run.n_head, run.n_embd, run.dropout)).to(dev)
-    graph_safe = run.cuda_graphs and (not capture or dev.type == "cuda")
+    graph_safe = graph_safe_step(run.cuda_graphs, dev, capture)
     opt = char_optimizer(model, run.lr, run.weight_decay, run.beta2, graph_safe=graph_safe)
     gen = torch.Generator().manual_seed(run.seed)
     rows: list[dict] = []

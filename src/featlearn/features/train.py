@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from featlearn.cudagraphs import GraphedSteps, captured, to_device
+from featlearn.cudagraphs import GraphedSteps, captured, graph_safe_step, to_device
 from featlearn.training import load_part, remove_part, run_identity, save_part
 from featlearn.features.models import (
     InitScales,
@@ -327,7 +327,7 @@ def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab
                 metric_rows.append((epoch, split, "accuracy", acc))
                 metric_rows.append((epoch, split, "loss", loss))
 
-    graph_safe = settings.cuda_graphs and (not capture or dev.type == "cuda")
+    graph_safe = graph_safe_step(settings.cuda_graphs, dev, capture)
     if graph_safe:
         graph_step = _GraphSafeStep(settings, spec, params, state, acts, seeds, run_of_seed, dev, dtype)
         stepper = GraphedSteps(graph_step, shared_pool=True) if captured(capture, dev) else graph_step

@@ -52,7 +52,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from featlearn.cudagraphs import GraphedSteps, StagedBatches, captured
+from featlearn.cudagraphs import GraphedSteps, StagedBatches, captured, graph_safe_step
 from featlearn.io import write_csv
 from featlearn.joma.hierarchy import Hierarchy, cooccurrence, hblt_pair, hblt_rho0, make_hierarchy, sample_hblt, theorem5
 from featlearn.seeding import derived_seed
@@ -225,7 +225,7 @@ def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg
                       f"({time.perf_counter() - start:.1f} s)", file=sys.stderr, flush=True)
 
     vectorised = vectorise and len(models) > 1
-    graph_safe = vectorised and cuda_graphs and (not capture or device.type == "cuda")
+    graph_safe = vectorised and graph_safe_step(cuda_graphs, device, capture)
     key = {"joma table1 cell": cfg, "seeds": list(seeds), "vectorised": vectorised, "graph_safe": graph_safe}
     saved = load_part(work_dir, key, log=lambda m: print(f"[joma table1] {m}", file=sys.stderr, flush=True)) \
         if work_dir else None

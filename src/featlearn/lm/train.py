@@ -35,7 +35,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from featlearn.cudagraphs import GraphedSteps, captured
+from featlearn.cudagraphs import GraphedSteps, captured, graph_safe_step
 from featlearn.lm.attention import attention_entropy
 from featlearn.lm.data import batchify, get_batch, num_batches
 from featlearn.lm.loss import next_token_loss
@@ -150,7 +150,7 @@ def train_lm(run: LMRun, train_ids: torch.Tensor, valid_ids: torch.Tensor, vocab
     dev = torch.device(device)
     torch.manual_seed(run.seed)
     model = TransformerLM(LMConfig(vocab, run.d_model, run.d_ff, run.n_head, run.n_layer, run.dropout)).to(dev)
-    graph_safe = run.cuda_graphs and (not capture or dev.type == "cuda")
+    graph_safe = graph_safe_step(run.cuda_graphs, dev, capture)
     opt = make_optimizer(model, run.optimizer, run.lr, run.ffn_lr, graph_safe=graph_safe)
     train = batchify(train_ids, run.batch_size).to(dev)
     valid = batchify(valid_ids, run.eval_batch_size).to(dev)

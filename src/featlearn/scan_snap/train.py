@@ -21,7 +21,7 @@ from dataclasses import KW_ONLY, dataclass, field
 
 import torch
 
-from featlearn.cudagraphs import GraphedSteps, StagedBatches, captured
+from featlearn.cudagraphs import GraphedSteps, StagedBatches, captured, graph_safe_step
 from featlearn.scan_snap.data import SequenceClasses, sample_counts
 from featlearn.scan_snap.model import class_composition, init_params, run_losses
 from featlearn.seeding import derived_seed
@@ -111,7 +111,7 @@ def train(runs: RunSet, progress: bool = False, capture: bool = True) -> History
         batches = [sample_counts(spec, runs.batch, data_gens[s]) for s in distinct_seeds]
         return torch.stack([b[0] for b in batches]), torch.stack([b[1] for b in batches])
 
-    graph_safe = runs.cuda_graphs and (not capture or dev.type == "cuda")
+    graph_safe = graph_safe_step(runs.cuda_graphs, dev, capture)
     if graph_safe:
         staged = StagedBatches(sample, runs.iterations + 1, dev)
         seed_index = run_of_seed.to(dev)

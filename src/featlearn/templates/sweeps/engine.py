@@ -28,7 +28,8 @@ a CUDA graph and replayed (``featlearn.cudagraphs.GraphedSteps``), so its kernel
 one by one from Python (small groups are launch-bound). The captured step is :func:`_graph_step`, which keeps its
 step count and Adam's bias corrections on the device; it computes what the eager step computes up to float
 rounding (tested on the CPU, where it runs uncaptured). On a CPU the switch does nothing: the eager step runs and
-tables are unchanged.
+tables are unchanged, unless the environment asks for the graph-safe step uncaptured
+(``featlearn.cudagraphs.UNCAPTURED_ENV``, a diagnostic).
 
 Determinism: run seed s gives data ``make_datasets(task, n, data_seed(s))``, init under
 ``torch.manual_seed(init_seed(s))`` and, when an epoch has several minibatches, per-run permutations
@@ -52,7 +53,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, vmap
 
-from featlearn.cudagraphs import GraphedSteps, captured
+from featlearn.cudagraphs import GraphedSteps, captured, graph_safe_step
 from featlearn.io import write_csv
 from featlearn.templates.models import build_model
 from featlearn.templates.tasks import TaskData, TemplateTask, make_datasets, make_task
@@ -365,11 +366,14 @@ def _train_group(group: Group) -> GroupResult:
     sel = _Selector(R, dev if no_sync else "cpu")
     step = 0
     graphed = None
-    if captured(group.cuda_graphs, dev):
+    if graph_safe_step(group.cuda_graphs, dev):
         t_dev = torch.zeros((), dtype=torch.float64, device=dev)  # the graphed steps' count, on the device
         train_buf = torch.zeros(R, dtype=group.dtype, device=dev)  # their train-loss accumulator
-        graphed = GraphedSteps(lambda idx: _graph_step(batched_loss, params, trained, state, masks, lr, t_dev, X, Y, idx, k,
-                                                       n, train_buf))
+
+        def step_fn(idx):
+            _graph_step(batched_loss, params, trained, state, masks, lr, t_dev, X, Y, idx, k, n, train_buf)
+
+        graphed = GraphedSteps(step_fn) if captured(group.cuda_graphs, dev) else step_fn
     start = time.perf_counter()
     for epoch in range(1, group.epochs + 1):
         if nb > 1:
