@@ -42,7 +42,7 @@ FIGURES = (
 
 # The same for the trainers with a CUDA-graph switch that are not LMs (no LM curves); docs/gpu.md lists the switches.
 GRAPH_FIGURES = (
-    ("templates", "2c", "templates Fig. 2c", None, "templates/sweep_2c.tsv"),
+    ("templates", "2c", "templates Fig. 2c", None, "templates/sweep_fig2c.tsv"),
     ("scan_snap", "4", "Scan and Snap Fig. 4", None, "scan_snap/syn_small.tsv"),
     ("scan_snap", "5", "Scan and Snap Fig. 5", None, "scan_snap/adam.tsv"),
     ("scan_snap", "6", "Scan and Snap Fig. 6", None, "scan_snap/syn_medium.tsv"),

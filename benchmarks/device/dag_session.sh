@@ -11,9 +11,10 @@
 #   bash benchmarks/device/dag_session.sh fig_templates_2c table_joma_1 --configfile benchmarks/device/cuda_graphs.yaml
 #
 # Snakemake runs under `timeout` (DAG_LIMIT seconds, default 540), offline, with .devdata as the data mirror (no
-# IMDB there: its jobs are left out, as `enabled: auto` leaves out an absent dataset). Everything Snakemake wrote
-# that a comparison needs comes back in ${OUT}/dag_session.tar.gz: its log, the run record, the claims tables, the
-# scorecard, the benchmark files and the jobs' logs; figures too with DAG_FIGURES=1.
+# IMDB or AG News there: their jobs are left out, as `enabled: auto` leaves out an absent dataset). Everything
+# Snakemake wrote that a comparison needs comes back in ${OUT}/dag_session.tar.gz: its log, the run record, the claims
+# tables, the scorecard, the benchmark files and the jobs' logs; figures too with DAG_FIGURES=1. A default-scale run
+# that reached its scorecard is compared claim by claim with the committed CPU run's (results/verdicts_vs_cpu.md).
 set -uo pipefail
 
 OUT_DIR="${OUT:-/tmp/dag_session}"
@@ -49,8 +50,15 @@ progress=$(grep -E '[0-9]+ of [0-9]+ steps' "$OUT_DIR/snakemake.log" | tail -1)
 echo "dag_session: snakemake $status after $((SECONDS - START))s; ${progress:-no progress line}"
 grep -E "^Error in rule|Exiting because a job execution failed" "$OUT_DIR/snakemake.log" | head -20
 
+# a default-scale run's verdicts against the committed CPU run's (benchmarks/device/default-cpu/README.md)
+REFERENCE=benchmarks/device/default-cpu/scorecard.csv
+if [[ -f results/scorecard.csv && -f $REFERENCE ]] && grep -q '"scale": "default"' results/run.json 2> /dev/null; then
+    python3 benchmarks/scorecard_compare.py "$REFERENCE" results/scorecard.csv --reference-name "CPU (committed)" \
+        --name "this run" --out results/verdicts_vs_cpu.md > /dev/null && head -1 results/verdicts_vs_cpu.md
+fi
+
 files=()
-for f in results/run.json results/scorecard.md results/scorecard.csv results/benchmarks.csv results/benchmarks results/logs; do
+for f in results/verdicts_vs_cpu.md results/run.json results/scorecard.md results/scorecard.csv results/benchmarks.csv results/benchmarks results/logs; do
     [[ -e $f ]] && files+=("$f")
 done
 while IFS= read -r f; do files+=("$f"); done < <(find results -path '*/claims*' -type f 2>/dev/null)
