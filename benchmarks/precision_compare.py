@@ -46,7 +46,9 @@ GRAPH_FIGURES = (
     ("scan_snap", "4", "Scan and Snap Fig. 4", None, "scan_snap/syn_small.tsv"),
     ("scan_snap", "5", "Scan and Snap Fig. 5", None, "scan_snap/adam.tsv"),
     ("scan_snap", "6", "Scan and Snap Fig. 6", None, "scan_snap/syn_medium.tsv"),
-    ("features", "2", "features Fig. 2", None, "features/train_sst_*.tsv"),
+    ("features", "2", "features Fig. 2", None, "features/train_sst_{mlp,cnn,sa,sa_mlp}.tsv"),
+    ("features", "11", "features Fig. 11", None, "features/train_sst_mlp_adam.tsv"),
+    ("features", "12", "features Fig. 12", None, "features/train_synthetic_lrnn.tsv"),
 )
 FIGURE_SETS = {"lm": FIGURES, "graphs": GRAPH_FIGURES}
 
@@ -100,9 +102,16 @@ def curves(root: Path, pattern: str | None, reference: Path | None = None) -> di
             if made_here(p, root, reference)}
 
 
+def _globs(pattern: str) -> list[str]:
+    """A glob with one ``{a,b,...}`` group as the globs it stands for (pathlib's glob has no braces)."""
+    m = re.search(r"\{([^{}]*)\}", pattern)
+    return [pattern[:m.start()] + alt + pattern[m.end():] for alt in m[1].split(",")] if m else [pattern]
+
+
 def wall(root: Path, pattern: str, reference: Path | None = None) -> dict[str, float]:
     out = {}
-    for p in sorted((root / "results" / "benchmarks").glob(pattern)):
+    bench = root / "results" / "benchmarks"
+    for p in sorted({p for g in _globs(pattern) for p in bench.glob(g)}):
         if not made_here(p, root, reference):
             continue
         df = pd.read_csv(p, sep="\t")
