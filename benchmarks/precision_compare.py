@@ -27,6 +27,7 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 # (paper, claims table stem, label, log files of its LMs relative to results/ (glob), benchmark files (glob))
@@ -46,11 +47,19 @@ GRAPH_FIGURES = (
     ("scan_snap", "4", "Scan and Snap Fig. 4", None, "scan_snap/syn_small.tsv"),
     ("scan_snap", "5", "Scan and Snap Fig. 5", None, "scan_snap/adam.tsv"),
     ("scan_snap", "6", "Scan and Snap Fig. 6", None, "scan_snap/syn_medium.tsv"),
+    ("templates", "5", "templates Fig. 5", None, "templates/sweep_fig5.tsv"),
+    ("templates", "22", "templates Fig. 22", None, "templates/sweep_fig22.tsv"),
+    ("templates", "25", "templates Fig. 25", None, "templates/sweep_fig25.tsv"),
     ("features", "2", "features Fig. 2", None, "features/train_sst_{mlp,cnn,sa,sa_mlp}.tsv"),
     ("features", "11", "features Fig. 11", None, "features/train_sst_mlp_adam.tsv"),
     ("features", "12", "features Fig. 12", None, "features/train_synthetic_lrnn.tsv"),
 )
 FIGURE_SETS = {"lm": FIGURES, "graphs": GRAPH_FIGURES}
+# The tables the graph-switched trainers write (relative to results/, glob), compared number by number with the
+# reference's: how far the graph-safe arithmetic moves what the figures are drawn from.
+GRAPH_TABLES = ("templates/sweeps/fig{2c,5,22,25}_runs.csv", "templates/sweeps/calibration_runs.csv",
+                "scan_snap/{syn_small,adam}_steps.csv", "scan_snap/syn_medium_final.csv",
+                "features/train/{sst_mlp,sst_cnn,sst_sa,sst_sa_mlp,sst_mlp_adam,synthetic_lrnn}/scores.csv")
 
 
 def same_run(name: str) -> str:
@@ -117,6 +126,34 @@ def wall(root: Path, pattern: str, reference: Path | None = None) -> dict[str, f
         df = pd.read_csv(p, sep="\t")
         out[same_run(p.name)] = float(df["s"].iloc[-1])
     return out
+
+
+def table_gaps(reference: Path, candidate: Path, patterns=GRAPH_TABLES) -> list[dict]:
+    """Per table of the candidate: its rows, and the largest absolute and relative difference of any number against
+    the reference's table of the same shape (relative to the larger magnitude, over entries above 1e-12); a table
+    byte-identical to the reference's says so (whether its job reran, its log says)."""
+    rows = []
+    for g in (g for pattern in patterns for g in _globs(pattern)):
+        for path in sorted((candidate / "results").glob(g)):
+            twin = reference / path.relative_to(candidate)
+            if not twin.is_file():
+                continue
+            name = path.relative_to(candidate / "results").as_posix()
+            if not made_here(path, candidate, reference):  # (or a table the candidate did not rewrite: see its log)
+                rows.append({"table": name, "rows": math.nan, "abs": 0.0, "rel": 0.0, "note": "byte-identical"})
+                continue
+            a, b = pd.read_csv(twin), pd.read_csv(path)
+            if a.shape != b.shape or list(a.columns) != list(b.columns):
+                rows.append({"table": name, "rows": len(b), "abs": math.nan, "rel": math.nan, "note": "other shape"})
+                continue
+            x, y = a.select_dtypes("number").to_numpy(float), b.select_dtypes("number").to_numpy(float)
+            both = ~np.isnan(x) & ~np.isnan(y)
+            diff, scale = np.abs(x - y)[both], np.maximum(np.abs(x), np.abs(y))[both]
+            big = scale > 1e-12
+            rows.append({"table": name, "rows": len(b), "abs": float(diff.max()) if diff.size else 0.0,
+                         "rel": float((diff[big] / scale[big]).max()) if big.any() else 0.0,
+                         "note": "" if (np.isnan(x) == np.isnan(y)).all() else "NaN where the other has a number"})
+    return rows
 
 
 def fmt(x: float, digits: int = 4) -> str:
@@ -223,6 +260,11 @@ def main(argv=None) -> None:
     a = p.parse_args(argv)
     text = report(*compare(a.reference, a.candidate, a.seed, FIGURE_SETS[a.figures]), a.name, a.reference_name,
                   a.seed is not None)
+    if a.figures == "graphs":
+        gaps = table_gaps(a.reference, a.candidate)
+        head = [f"| table | rows | largest |{a.name} − {a.reference_name}| | largest relative | note |", "|---|---|---|---|---|"]
+        body = [f"| `{r['table']}` | {fmt(r['rows'])} | {fmt(r['abs'], 2)} | {fmt(r['rel'], 2)} | {r['note']} |" for r in gaps]
+        text += "\n" + "\n".join(head + body) + "\n"
     if a.out:
         a.out.write_text(text)
     print(text)

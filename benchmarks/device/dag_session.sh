@@ -15,6 +15,8 @@
 # Snakemake wrote that a comparison needs comes back in ${OUT}/dag_session.tar.gz: its log, the run record, the claims
 # tables, the scorecard, the benchmark files and the jobs' logs; figures too with DAG_FIGURES=1. A default-scale run
 # that reached its scorecard is compared claim by claim with the committed CPU run's (results/verdicts_vs_cpu.md).
+# Paper-scale evidence: DAG_EVIDENCE=1 bash benchmarks/device/dag_session.sh results/joma/evidence/table_joma_1.json
+# --configfile config/paper.yaml also returns the results folder as dag_results.tar.gz (docs/gpu.md says what then).
 set -uo pipefail
 
 OUT_DIR="${OUT:-/tmp/dag_session}"
@@ -67,6 +69,11 @@ if [[ ${DAG_FIGURES:-0} == 1 ]]; then
 fi
 cp "$OUT_DIR/snakemake.log" results/dag_session_snakemake.log 2> /dev/null || { mkdir -p results && cp "$OUT_DIR/snakemake.log" results/dag_session_snakemake.log; }
 tar czf "$OUT_DIR/dag_session.tar.gz" results/dag_session_snakemake.log "${files[@]}"
+# DAG_EVIDENCE=1: the whole results folder (less the prepared data and any kept checkpoints), for a paper-scale run's
+# figures to be added here: tar xzf dag_results.tar.gz -C RUN; python -m featlearn evidence add --workdir RUN ...
+if [[ ${DAG_EVIDENCE:-0} == 1 ]]; then
+    tar czf "$OUT_DIR/dag_results.tar.gz" --exclude=results/data --exclude='*/resume' --exclude='*.pt' results
+fi
 rm -f "$OUT_DIR/snakemake.log"
 ls -la "$OUT_DIR"
 exit 0
