@@ -109,6 +109,28 @@ def test_run_record_names_scale_code_and_versions(tmp_path):
     json.dumps(record)  # JSON-able
 
 
+def test_a_copy_without_git_records_the_commit_its_copier_names_and_says_so(tmp_path, monkeypatch):
+    """A lent GPU machine gets the working tree without .git: FEATLEARN_COMMIT names the commit there, marked as
+    given; in a git checkout git's own answer wins."""
+    import subprocess
+
+    from featlearn.pipeline.runrecord import COMMIT_ENV
+
+    monkeypatch.delenv(COMMIT_ENV, raising=False)
+    assert "commit_source" not in run_record("smoke", "c" * 64, "d" * 12, "cpu", repo=tmp_path)
+    monkeypatch.setenv(COMMIT_ENV, "e" * 40)
+    record = run_record("smoke", "c" * 64, "d" * 12, "cpu", repo=tmp_path)
+    assert record["commit"] == "e" * 40 and COMMIT_ENV in record["commit_source"]
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    record = run_record("smoke", "c" * 64, "d" * 12, "cpu", repo=repo)
+    assert record["commit"] == head and "commit_source" not in record
+
+
 def test_caption_markdown_drops_the_rst_markup(tmp_path):
     rst = tmp_path / "c.rst"
     rst.write_text("Fig. 19: size \\|W\\| of\n:math:`v_j` in ``results/x.csv``.\n")

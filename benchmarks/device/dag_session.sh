@@ -33,6 +33,8 @@ else
     export PYTHONPATH="$PWD/src"
 fi
 export PYTHONUNBUFFERED=1 FEATLEARN_OFFLINE=1 FEATLEARN_DATA_MIRROR="${DAG_MIRROR:-$PWD/.devdata}"
+# the copy on a GPU machine has no .git: the run record takes the commit from COMMIT (full: git rev-parse HEAD)
+if [[ -n ${COMMIT:-} ]]; then export FEATLEARN_COMMIT="$COMMIT"; fi
 
 # the GPU memory the running jobs may declare together: the card's less 8 GB (or DAG_GPU_MEM_MB)
 GPU_MEM="${DAG_GPU_MEM_MB:-}"
@@ -73,6 +75,10 @@ tar czf "$OUT_DIR/dag_session.tar.gz" results/dag_session_snakemake.log "${files
 # figures to be added here: tar xzf dag_results.tar.gz -C RUN; python -m featlearn evidence add --workdir RUN ...
 if [[ ${DAG_EVIDENCE:-0} == 1 ]]; then
     tar czf "$OUT_DIR/dag_results.tar.gz" --exclude=results/data --exclude='*/resume' --exclude='*.pt' results
+    size=$(stat -c %s "$OUT_DIR/dag_results.tar.gz")
+    if ((size > 16 << 20)); then  # the device tool returns files of up to 16 MiB
+        echo "dag_session: dag_results.tar.gz is $size bytes, over the 16 MiB a returned file may have" >&2
+    fi
 fi
 rm -f "$OUT_DIR/snakemake.log"
 ls -la "$OUT_DIR"

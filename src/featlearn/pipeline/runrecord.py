@@ -16,6 +16,10 @@ from pathlib import Path
 from featlearn.devices import cpu_model
 from featlearn.io import write_json
 
+# The commit of a checkout copied without its git folder (a lent GPU machine gets the working tree only), given by
+# whoever copied it: recorded as given, with where it came from, only where git itself cannot say.
+COMMIT_ENV = "FEATLEARN_COMMIT"
+
 # Packages whose installed versions every run records.
 RECORDED_PACKAGES = (
     "torch", "snakemake", "snakemake-executor-plugin-slurm", "numpy", "pandas", "scipy", "matplotlib", "seaborn",
@@ -74,11 +78,13 @@ def run_record(scale: str, config_sha: str, code_sha: str, device: str, repo: st
     repo = Path(repo)
     commit = _git(repo, "rev-parse", "HEAD")
     dirty = _git(repo, "status", "--porcelain", "--untracked-files=no")
+    given = os.environ.get(COMMIT_ENV, "").strip() if commit is None else ""
     return {
         "scale": scale,
         "config_sha256": config_sha,
         "code_sha256": code_sha,
-        "commit": commit or "unknown (not a git checkout)",
+        "commit": commit or given or "unknown (not a git checkout)",
+        **({"commit_source": f"{COMMIT_ENV}: not a git checkout; the commit its copier named"} if given else {}),
         "uncommitted_changes": bool(dirty) if dirty is not None else None,
         "device": device_description(device),
         "job_device": job_device_description(device, job_device),
