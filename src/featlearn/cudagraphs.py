@@ -57,13 +57,11 @@ def graph_safe_step(switch: bool, device: torch.device | str, capture: bool = Tr
     (``UNCAPTURED_ENV``)."""
     if not switch:
         return False
-    if not capture or torch.device(device).type == "cuda" and not uncaptured_requested():
-        return True
     if uncaptured_requested():
         print(f"featlearn: {UNCAPTURED_ENV}=1: the graph-safe step runs uncaptured on {torch.device(device)} (a diagnostic: "
               "these tables are not the eager step's)", file=sys.stderr, flush=True)
         return True
-    return False
+    return not capture or torch.device(device).type == "cuda"
 
 
 def captured(switch: bool, device: torch.device | str) -> bool:
