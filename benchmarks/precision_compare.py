@@ -17,7 +17,8 @@ reference's columns, ``--name`` the candidate's): docs/precision_cpu_blocked_ce.
 cross-entropy with ``F.cross_entropy``, both in bf16. ``--figures graphs`` compares instead the figures of the
 CUDA-graph switches' trainers that are not LMs (the templates sweeps, Scan and Snap's synthetic runs, the features
 classifiers; their claims and job times, no curves): docs/cuda_graphs_cpu.md compares their graph-safe steps, run
-uncaptured on a CPU, with the eager steps.
+uncaptured on a CPU, with the eager steps. ``--only PAPER:STEM ...`` keeps some figures of the set (and, for the graph
+set, their tables): ``--figures graphs --only joma:table1``, ``--only features:5``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ FIGURES = (
     ("joma", "8", "JoMA Fig. 8", "joma/wikitext/wikitext2/L5_lr*_s*.csv", "joma/wikitext/wikitext2/L5_lr*_s*.tsv"),
     ("features", "7", "features Fig. 7", "features/lm/[pw]*/log.csv", "features/lm/[pw]*.tsv"),
     ("templates", "6", "templates Fig. 6", "templates/gpt2_wikitext/wikitext2/*.csv", "templates/gpt2_wikitext/wikitext2/*.tsv"),
+    ("features", "5", "features Fig. 5", "features/lm/tinyshakespeare/log.csv", "features/lm/tinyshakespeare.tsv"),
 )
 
 
@@ -53,13 +55,27 @@ GRAPH_FIGURES = (
     ("features", "2", "features Fig. 2", None, "features/train_sst_{mlp,cnn,sa,sa_mlp}.tsv"),
     ("features", "11", "features Fig. 11", None, "features/train_sst_mlp_adam.tsv"),
     ("features", "12", "features Fig. 12", None, "features/train_synthetic_lrnn.tsv"),
+    ("joma", "table1", "JoMA Table 1", None, "joma/table1/cell_*.tsv"),
 )
 FIGURE_SETS = {"lm": FIGURES, "graphs": GRAPH_FIGURES}
-# The tables the graph-switched trainers write (relative to results/, glob), compared number by number with the
-# reference's: how far the graph-safe arithmetic moves what the figures are drawn from.
-GRAPH_TABLES = ("templates/sweeps/fig{2c,5,22,25}_runs.csv", "templates/sweeps/calibration_runs.csv",
-                "scan_snap/{syn_small,adam}_steps.csv", "scan_snap/syn_medium_final.csv",
-                "features/train/{sst_mlp,sst_cnn,sst_sa,sst_sa_mlp,sst_mlp_adam,synthetic_lrnn}/scores.csv")
+# The tables the graph-switched trainers write (relative to results/, glob), by figure (``paper:stem``; the calibration
+# has no figure of its own in the set), compared number by number with the reference's: how far the graph-safe
+# arithmetic moves what the figures are drawn from.
+GRAPH_TABLES = {
+    "templates:2c": ("templates/sweeps/fig2c_runs.csv",), "templates:5": ("templates/sweeps/fig5_runs.csv",),
+    "templates:22": ("templates/sweeps/fig22_runs.csv",), "templates:25": ("templates/sweeps/fig25_runs.csv",),
+    "templates:calibration": ("templates/sweeps/calibration_runs.csv",),
+    "scan_snap:4": ("scan_snap/syn_small_steps.csv",), "scan_snap:5": ("scan_snap/adam_steps.csv",),
+    "scan_snap:6": ("scan_snap/syn_medium_final.csv",),
+    "features:2": ("features/train/{sst_mlp,sst_cnn,sst_sa,sst_sa_mlp}/scores.csv",),
+    "features:11": ("features/train/sst_mlp_adam/scores.csv",), "features:12": ("features/train/synthetic_lrnn/scores.csv",),
+    "joma:table1": ("joma/table1/cell_*.csv",),
+}
+
+
+def tables_of(only: list[str] | None) -> tuple[str, ...]:
+    """The table globs of the figures in ``only`` (every figure's without it)."""
+    return tuple(g for name, globs in GRAPH_TABLES.items() if not only or name in only for g in globs)
 
 
 def same_run(name: str) -> str:
@@ -80,7 +96,7 @@ def claims(root: Path, paper: str, stem: str, reference: Path | None = None) -> 
     """The figure's claims table, where this run drew the figure (its benchmark file, which holds times, is not the
     reference's: a claims table may well be byte-identical to the reference's when its values are counts)."""
     path = root / "results" / paper / "claims" / f"{stem}.csv"
-    bench = root / "results" / "benchmarks" / paper / f"fig{stem}.tsv"
+    bench = root / "results" / "benchmarks" / paper / (f"{stem}.tsv" if stem.startswith("table") else f"fig{stem}.tsv")
     return pd.read_csv(path) if path.is_file() and bench.is_file() and made_here(bench, root, reference) else None
 
 
@@ -128,7 +144,7 @@ def wall(root: Path, pattern: str, reference: Path | None = None) -> dict[str, f
     return out
 
 
-def table_gaps(reference: Path, candidate: Path, patterns=GRAPH_TABLES) -> list[dict]:
+def table_gaps(reference: Path, candidate: Path, patterns=tables_of(None)) -> list[dict]:
     """Per table of the candidate: its rows, and the largest absolute and relative difference of any number against
     the reference's table of the same shape (relative to the larger magnitude, over entries above 1e-12); a table
     byte-identical to the reference's says so (whether its job reran, its log says)."""
@@ -203,6 +219,17 @@ def compare(reference: Path, candidate: Path, seed: Path | None, figures=FIGURES
     return claim_rows, curve_rows, time_rows
 
 
+def select(figures, only: list[str] | None):
+    """The figures named ``paper:stem`` in ``only`` (all of them without it); an unknown name is an error."""
+    if not only:
+        return figures
+    known = {f"{f[0]}:{f[1]}": f for f in figures}
+    unknown = [name for name in only if name not in known]
+    if unknown:
+        raise SystemExit(f"unknown figure {', '.join(unknown)}: one of {', '.join(known)}")
+    return tuple(known[name] for name in only)
+
+
 def _table(header: list[str], rows: list[list[str]], keep: list[bool]) -> list[str]:
     """A Markdown table of the columns whose ``keep`` is true."""
     def line(cells):
@@ -256,12 +283,15 @@ def main(argv=None) -> None:
     p.add_argument("--reference-name", default="fp32", help="the reference's name, for the headers")
     p.add_argument("--figures", choices=sorted(FIGURE_SETS), default="lm",
                    help="which figures: the LM figures (default) or those of the other CUDA-graph switches' trainers")
+    p.add_argument("--only", nargs="+", metavar="PAPER:STEM",
+                   help="only these figures of the set (e.g. joma:table1 features:5), their tables and times")
     p.add_argument("--out", type=Path, help="write the Markdown here (default: print it)")
     a = p.parse_args(argv)
-    text = report(*compare(a.reference, a.candidate, a.seed, FIGURE_SETS[a.figures]), a.name, a.reference_name,
+    figures = select(FIGURE_SETS[a.figures], a.only)
+    text = report(*compare(a.reference, a.candidate, a.seed, figures), a.name, a.reference_name,
                   a.seed is not None)
     if a.figures == "graphs":
-        gaps = table_gaps(a.reference, a.candidate)
+        gaps = table_gaps(a.reference, a.candidate, tables_of(a.only))
         head = [f"| table | rows | largest |{a.name} − {a.reference_name}| | largest relative | note |", "|---|---|---|---|---|"]
         body = [f"| `{r['table']}` | {fmt(r['rows'])} | {fmt(r['abs'], 2)} | {fmt(r['rel'], 2)} | {r['note']} |" for r in gaps]
         text += "\n" + "\n".join(head + body) + "\n"
