@@ -4,6 +4,7 @@ the job itself when there is no server or the code changed since the server star
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -395,3 +396,54 @@ def test_benchmark_adds_the_workers_usage_of_the_same_run_only(tmp_path):
     assert read_benchmark(tsv) == {"wall_s": 20.0, "cpu_s": 4.0, "max_rss_mb": 300.0, "served": True}
     usage.write_text(json.dumps(records[0]) + "\n")
     assert read_benchmark(tsv) == {"wall_s": 20.0, "cpu_s": 0.5, "max_rss_mb": 15.0, "served": False}
+
+
+def test_benchmark_takes_the_jobs_own_usage_line_where_the_samples_missed_cpu_time(tmp_path):
+    """Snakemake samples a job's CPU time every 30 s after its first 15: the usage line the command ends its log
+    with (the kernel's count) replaces the sampled value where it is larger; an earlier run's line is left out."""
+    tsv = tmp_path / "results" / "benchmarks" / "joma" / "cell.tsv"
+    log = tmp_path / "results" / "logs" / "joma" / "cell.log"
+    tsv.parent.mkdir(parents=True)
+    log.parent.mkdir(parents=True)
+    tsv.write_text("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+                   "38.0\t0:00:38\t500.0\t20\t6\t8\t0\t0\t0\t14.9\n")
+    end = tsv.stat().st_mtime
+    line = jobclient.USAGE_LINE
+    log.write_text("featlearn: cpu, 1 torch threads\n"
+                   + line + json.dumps({"cpu_s": 99.0, "max_rss_mb": 9000.0, "finished": end - 3600}) + "\n"
+                   + "trained\n" + line + "not json\n"
+                   + line + json.dumps({"cpu_s": 36.8, "max_rss_mb": 520.0, "finished": end - 0.5}) + "\n")
+    assert read_benchmark(tsv) == {"wall_s": 38.0, "cpu_s": 36.8, "max_rss_mb": 520.0, "served": False}
+    # a line below the sampled values changes nothing; a log without a line of this run neither
+    log.write_text(line + json.dumps({"cpu_s": 10.0, "max_rss_mb": 100.0, "finished": end - 1}) + "\n")
+    assert read_benchmark(tsv) == {"wall_s": 38.0, "cpu_s": 14.9, "max_rss_mb": 500.0, "served": False}
+    log.write_text("no usage line\n")
+    assert read_benchmark(tsv) == {"wall_s": 38.0, "cpu_s": 14.9, "max_rss_mb": 500.0, "served": False}
+    log.unlink()
+    assert read_benchmark(tsv)["cpu_s"] == 14.9
+
+
+def test_a_compute_command_ends_its_log_with_its_own_usage(monkeypatch, capsys):
+    from featlearn.pipeline import cli
+
+    def busy(args):
+        t = time.process_time()
+        while time.process_time() - t < 0.2:
+            pass
+
+    def parser(argv=None):
+        p = argparse.ArgumentParser()
+        p.add_argument("command")
+        p.set_defaults(func=busy)
+        return p
+
+    monkeypatch.setattr(cli, "build_parser", parser)
+    monkeypatch.delenv(jobclient.SOCKET_ENV, raising=False)
+    for command, expected in (("compute", True), ("estimate", False)):
+        before = time.time()
+        assert cli.main([command]) == 0
+        lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith(jobclient.USAGE_LINE)]
+        assert bool(lines) == expected, command
+        if lines:
+            record = json.loads(lines[0][len(jobclient.USAGE_LINE):])
+            assert record["cpu_s"] >= 0.2 and record["max_rss_mb"] > 10 and before - 0.001 <= record["finished"] <= time.time() + 0.001  # (rounded to ms)

@@ -11,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from featlearn.pipeline.jobclient import read_usage
+from featlearn.pipeline.jobclient import read_logged_usage, read_usage
 
 
 def read_benchmark(path: str | os.PathLike) -> dict | None:
@@ -21,7 +21,9 @@ def read_benchmark(path: str | os.PathLike) -> dict | None:
 
     A job run by the job server (:mod:`featlearn.pipeline.jobserver`) left its workers' CPU seconds and peak memory
     beside the benchmark file, which saw only the client processes: their CPU seconds are added and the
-    peak is the larger of the two."""
+    peak is the larger of the two. Any other job whose log ends with its own usage line
+    (:func:`featlearn.pipeline.jobclient.own_usage_line`) takes its CPU seconds and peak from there where they are
+    larger than the file's, which samples them (every 30 s after the first 15) and so misses the end of the job."""
     path = Path(path)
     if not path.is_file():
         return None
@@ -41,10 +43,16 @@ def read_benchmark(path: str | os.PathLike) -> dict | None:
         return sum(vals) / len(vals) if vals else math.nan
 
     result = {"wall_s": mean("s"), "cpu_s": mean("cpu_time"), "max_rss_mb": mean("max_rss"), "served": False}
-    usage = read_usage(path, path.stat().st_mtime, 0.0 if math.isnan(result["wall_s"]) else result["wall_s"])
+    wall = 0.0 if math.isnan(result["wall_s"]) else result["wall_s"]
+    usage = read_usage(path, path.stat().st_mtime, wall)
     if usage is not None:
         result.update(cpu_s=_sum([result["cpu_s"], usage["cpu_s"]]), max_rss_mb=_max([result["max_rss_mb"], usage["max_rss_mb"]]),
                       served=True)
+        return result
+    logged = read_logged_usage(_log_path(path), path.stat().st_mtime, wall) if len(rows) == 1 else None
+    if logged is not None:  # (a file of repeats times several runs, a log the last one only)
+        result.update(cpu_s=_max([result["cpu_s"], logged["cpu_s"]]),
+                      max_rss_mb=_max([result["max_rss_mb"], logged["max_rss_mb"]]))
     return result
 
 

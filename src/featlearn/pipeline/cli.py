@@ -149,6 +149,11 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# The commands of the workflow's compute jobs: each ends its log with its own CPU time and peak memory
+# (featlearn.pipeline.jobclient.own_usage_line), which the benchmark file's samples undercount.
+USAGE_COMMANDS = frozenset({"compute", "figure", "data-prepare"})
+
+
 def main(argv: list[str] | None = None) -> int:
     from featlearn.pipeline.jobclient import run_via_server
 
@@ -168,5 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.command in USAGE_COMMANDS:
+        from featlearn.pipeline.jobclient import own_usage_line
+
+        sys.stdout.flush()
+        print(own_usage_line(), file=sys.stderr, flush=True)
     return 0
 

@@ -158,6 +158,48 @@ def _usage_records(path: str) -> list[dict]:
         return []
 
 
+# ------------------------------------------------------------------------------ a job's own usage, in its log
+# Snakemake's benchmark file samples a job's CPU time and memory, every half second for its first 15 s and every 30 s
+# after that (snakemake.benchmark), and keeps the last sample: a job loses the CPU time of up to its last 30 s (a
+# 38 s JoMA Table 1 cell, 97% busy by ps, was filed with 14.9 CPU-s; docs/performance.md). So each compute command
+# ends its log with what the kernel counted for it, a line that read_logged_usage parses.
+USAGE_LINE = "featlearn: usage "
+
+
+def own_usage_line() -> str:
+    """This process's CPU seconds (user + system, with the subprocesses it waited for) and peak resident memory, as
+    the log line :func:`read_logged_usage` reads."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    unit = 1024 * 1024 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux
+    record = {"cpu_s": round(me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, 3),
+              "max_rss_mb": round(max(me.ru_maxrss, kids.ru_maxrss) / unit, 2), "finished": round(time.time(), 3)}
+    return USAGE_LINE + json.dumps(record)
+
+
+def read_logged_usage(log: str | os.PathLike, mtime: float, wall_s: float) -> dict | None:
+    """CPU seconds (summed) and peak memory of the commands whose usage lines (:func:`own_usage_line`) the log holds
+    and that finished within the job whose benchmark file was written at ``mtime`` after ``wall_s`` seconds; None
+    when there is none (a job of an older version, or one that failed or was killed)."""
+    window = []
+    try:
+        with open(log, errors="replace") as fh:
+            for line in fh:
+                if line.startswith(USAGE_LINE):
+                    try:
+                        record = json.loads(line[len(USAGE_LINE):])
+                    except ValueError:
+                        continue
+                    if mtime - wall_s - 10 <= record.get("finished", 0) <= mtime + 1:
+                        window.append(record)
+    except OSError:
+        return None
+    if not window:
+        return None
+    return {"cpu_s": sum(r["cpu_s"] for r in window), "max_rss_mb": max(r["max_rss_mb"] for r in window)}
+
+
 def read_usage(benchmark: str | os.PathLike, mtime: float, wall_s: float) -> dict | None:
     """CPU seconds (summed) and peak memory of the worker commands of the job whose benchmark file was
     written at ``mtime`` after ``wall_s`` seconds: the records that finished within that window (Snakemake

@@ -211,7 +211,9 @@ def render_compute(manifest: dict, record: dict) -> tuple[str, list[dict]]:
              "From Snakemake's `benchmark:` files (`results/benchmarks/`), written by rule `compute_table`. "
              "A figure's row counts its compute jobs and its own rule (drawing and claims); a job shared by several "
              "figures counts in each of their rows and once in the total. Snakemake's own start-up and "
-             "bookkeeping are not in these files." + server_note, "",
+             "bookkeeping are not in these files. Snakemake samples a job's CPU seconds and memory (every 30 s after "
+             "its first 15), which misses the end of a longer job: where a compute job's log ends with the kernel's "
+             "count of its own (`featlearn: usage`), the larger of the two is used." + server_note, "",
              provenance_line(record), "",
              f"**Total: {total['jobs']} jobs (compute and figure rules), {_minutes(total['cpu_s'])} CPU-min, "
              f"{_minutes(total['wall_s'])} min of job wall time summed** ({total['measured']} with a benchmark file; "
