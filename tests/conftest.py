@@ -28,6 +28,20 @@ def repo() -> Path:
     return REPO
 
 
+@pytest.fixture(scope="session")
+def benchmark_script():
+    """A loader of the scripts of benchmarks/ as modules: ``benchmark_script("scorecard_compare")``."""
+    import importlib.util
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
+
+
 SHARED_DATA = shared_data_dir()  # read once, before any test changes the environment
 
 

@@ -712,14 +712,10 @@ def test_lm_sizes_without_stats_come_from_the_documented_token_counts(tmp_path):
     assert E.lm_data("ptb", str(tmp_path))["valid"] is None  # no documented count: the cost model says so
 
 
-def test_the_interpolation_check_from_a_probe_cache(repo, tmp_path):
+def test_the_interpolation_check_from_a_probe_cache(repo, tmp_path, benchmark_script):
     """benchmarks/estimate_interpolation.py --from-cache: leave-one-out over the cached probes of each sweep family.
     Probes that follow a + b x FLOPs exactly are predicted exactly; bent ones are not (the check could fail)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("interp", repo / "benchmarks" / "estimate_interpolation.py")
-    interp = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(interp)
+    interp = benchmark_script("estimate_interpolation")
     config = E.merged_config([], repo / "config")
     parts = [(n.rule, p) for n in E.build_dag(config, str(tmp_path), online=True)
              if n.rule == "templates_sweep" for p in E.cost_model(n)(n, str(tmp_path)).parts if p.probe]
@@ -817,15 +813,11 @@ def test_a_job_of_several_parts_names_its_longest(tmp_path, monkeypatch):
     assert "longest part" not in single.source
 
 
-def test_the_estimate_against_the_paper_scale_evidence(repo, tmp_path):
+def test_the_estimate_against_the_paper_scale_evidence(repo, tmp_path, benchmark_script):
     """benchmarks/estimate_vs_evidence.py: a modelled CPU job the committed evidence ran is estimated as the estimate
     command does (here from planted probes: start-up + steps x s/step x (1 + evaluation share)) and set beside the
     evidence's wall time; a job of the evidence without a cost model is left out."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("eve", repo / "benchmarks" / "estimate_vs_evidence.py")
-    eve = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(eve)
+    eve = benchmark_script("estimate_vs_evidence")
     root = tmp_path / "evidence"
     _evidence_record(root, "scan_snap", "fig_scan_snap_5", "2026-11-27 10:00:00",
                      [{"label": "scan_snap_adam", "device": "cpu", "wall_s": 40.0},

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
@@ -12,11 +11,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def pc():
-    spec = importlib.util.spec_from_file_location("precision_compare", REPO / "benchmarks" / "precision_compare.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def pc(benchmark_script):
+    return benchmark_script("precision_compare")
 
 
 def _run(root: Path, measured: float, verdict: str, ncorr: float, seconds: float) -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
@@ -12,11 +11,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def sc():
-    spec = importlib.util.spec_from_file_location("scorecard_compare", REPO / "benchmarks" / "scorecard_compare.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def sc(benchmark_script):
+    return benchmark_script("scorecard_compare")
 
 
 def _card(path: Path, rows: list[tuple]) -> Path:
