@@ -107,6 +107,7 @@ def test_smoke_jobs_ran_in_the_job_server_and_are_counted(smoke_run):
     assert logs and all("featlearn job server: pid" in log.read_text() for log in logs)
     log = (results / "logs" / "templates" / "sweep_fig9.log").read_text()
     assert "ran in the job server's worker" in log and "exit status 0" in log
+    assert "\nfeatlearn: usage {" in log  # the job's own count, which a job run outside the server is filed with
     bench = results / "benchmarks" / "templates" / "sweep_fig9.tsv"
     client_cpu = float(bench.read_text().splitlines()[1].split("\t")[-1])
     assert (bench.parent / "sweep_fig9.tsv.server.json").is_file()
