@@ -182,19 +182,25 @@ def read_logged_usage(log: str | os.PathLike, mtime: float, wall_s: float) -> di
     """CPU seconds (summed) and peak memory of the commands whose usage lines (:func:`own_usage_line`) the log holds
     and that finished within the job whose benchmark file was written at ``mtime`` after ``wall_s`` seconds; None
     when there is none (a job of an older version, or one that failed or was killed)."""
-    window = []
+    records = []
     try:
         with open(log, errors="replace") as fh:
             for line in fh:
                 if line.startswith(USAGE_LINE):
                     try:
-                        record = json.loads(line[len(USAGE_LINE):])
+                        records.append(json.loads(line[len(USAGE_LINE):]))
                     except ValueError:
                         continue
-                    if mtime - wall_s - 10 <= record.get("finished", 0) <= mtime + 1:
-                        window.append(record)
     except OSError:
         return None
+    return _of_the_job(records, mtime, wall_s)
+
+
+def _of_the_job(records: list[dict], mtime: float, wall_s: float) -> dict | None:
+    """The summed CPU seconds and the peak memory of the usage records that finished within the job whose benchmark
+    file was written at ``mtime`` after ``wall_s`` seconds (Snakemake writes it as the job ends; older records are of
+    earlier runs of the job); None when there is none."""
+    window = [r for r in records if mtime - wall_s - 10 <= r.get("finished", 0) <= mtime + 1]
     if not window:
         return None
     return {"cpu_s": sum(r["cpu_s"] for r in window), "max_rss_mb": max(r["max_rss_mb"] for r in window)}
@@ -205,8 +211,4 @@ def read_usage(benchmark: str | os.PathLike, mtime: float, wall_s: float) -> dic
     written at ``mtime`` after ``wall_s`` seconds: the records that finished within that window (Snakemake
     writes the benchmark file as the job ends; older records are from earlier runs of the job). None when
     the job ran no command in the server."""
-    window = [r for r in _usage_records(f"{os.fspath(benchmark)}.server.json")
-              if mtime - wall_s - 10 <= r.get("finished", 0) <= mtime + 1]
-    if not window:
-        return None
-    return {"cpu_s": sum(r["cpu_s"] for r in window), "max_rss_mb": max(r["max_rss_mb"] for r in window)}
+    return _of_the_job(_usage_records(f"{os.fspath(benchmark)}.server.json"), mtime, wall_s)
