@@ -64,9 +64,8 @@ rule data_prepare_classification:
         " --out-dir {params.out_dir} --seed {params.seed} > {log} 2>&1"
 
 
-rule data_prepare_lm:
-    input:
-        prepare_input,
+# The language-model and character corpora: the same command, their own splits, sizes and limits.
+use rule data_prepare_classification as data_prepare_lm with:
     output:
         expand(
             f"{PREPARED_DIR}/{{{{name}}}}/{{split}}.pt",
@@ -74,61 +73,23 @@ rule data_prepare_lm:
         ),
         vocab=f"{PREPARED_DIR}/{{name}}/vocab.json",
         stats=f"{PREPARED_DIR}/{{name}}/stats.json",
-    log:
-        f"{LOGS}/data/prepare_{{name}}.log",
-    benchmark:
-        f"{BENCH}/data/prepare_{{name}}.tsv"
     wildcard_constraints:
         name="wikitext2|wikitext103|ptb",
-    priority: DATA_PRIORITY
-    conda:
-        ENV
-    threads: 1
     resources:
         mem_mb=lambda wc: 12000 if wc.name == "wikitext103" else 4000,
         runtime=capped_runtime(lambda wc: 120 if wc.name == "wikitext103" else 30),
-    params:
-        **usage_param(f"{BENCH}/data/prepare_{{name}}.tsv"),
-        raw_dir=lambda wc: f"{RAW}/{PREPARED[wc.name].raw}",
-        out_dir=lambda wc: f"{PREPARED_DIR}/{wc.name}",
-        seed=config["data"]["split_seed"],
-        code=modules_hash(("featlearn.data.prepare",)),
-    shell:
-        SERVER_ENV
-        + "python -m featlearn data-prepare --name {wildcards.name} --raw-dir {params.raw_dir}"
-        " --out-dir {params.out_dir} --seed {params.seed} > {log} 2>&1"
 
 
-rule data_prepare_chars:
-    input:
-        prepare_input,
+use rule data_prepare_classification as data_prepare_chars with:
     output:
         expand(f"{PREPARED_DIR}/{{{{name}}}}/{{split}}.pt", split=("train", "valid")),
         vocab=f"{PREPARED_DIR}/{{name}}/vocab.json",
         stats=f"{PREPARED_DIR}/{{name}}/stats.json",
-    log:
-        f"{LOGS}/data/prepare_{{name}}.log",
-    benchmark:
-        f"{BENCH}/data/prepare_{{name}}.tsv"
     wildcard_constraints:
         name="tinyshakespeare",
-    priority: DATA_PRIORITY
-    conda:
-        ENV
-    threads: 1
     resources:
         mem_mb=2000,
         runtime=capped_runtime(10),
-    params:
-        **usage_param(f"{BENCH}/data/prepare_{{name}}.tsv"),
-        raw_dir=lambda wc: f"{RAW}/{PREPARED[wc.name].raw}",
-        out_dir=lambda wc: f"{PREPARED_DIR}/{wc.name}",
-        seed=config["data"]["split_seed"],
-        code=modules_hash(("featlearn.data.prepare",)),
-    shell:
-        SERVER_ENV
-        + "python -m featlearn data-prepare --name {wildcards.name} --raw-dir {params.raw_dir}"
-        " --out-dir {params.out_dir} --seed {params.seed} > {log} 2>&1"
 
 
 rule data_summary:
