@@ -47,9 +47,10 @@ done
 
 targets=$(for rule in "$@"; do echo "results/$(paper_of "$rule")/evidence/$rule.json"; done)
 start=$(date +%s)
-# each target runs its figure and prepares what evidence add copies (rule figure_evidence)
+# each target runs its figure and prepares what evidence add copies (rule figure_evidence); the targets come first,
+# so that an option of SNAKEMAKE_ARGS taking several values (--prioritize, --config) cannot take them as its own
 # shellcheck disable=SC2086  # SNAKEMAKE_ARGS and targets are lists of arguments
-(cd "$RUN_DIR" && snakemake --cores all --configfile config/paper.yaml --keep-going ${SNAKEMAKE_ARGS:-} $targets)
+(cd "$RUN_DIR" && snakemake $targets --cores all --keep-going ${SNAKEMAKE_ARGS:-} --configfile config/paper.yaml)
 status=$?
 echo "paper-scale run: $(( $(date +%s) - start )) s, snakemake exit status $status"
 

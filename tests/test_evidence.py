@@ -361,3 +361,29 @@ def test_the_evidence_script_moves_its_clone_to_head_unless_told_to_keep_its_com
     assert clone_head() == parent.stdout.strip()
     script()
     assert clone_head() == head
+
+
+def test_the_evidence_script_keeps_its_targets_when_snakemake_args_take_several_values(tmp_path):
+    """An option of SNAKEMAKE_ARGS that takes several values (``--prioritize FILE``) must not swallow the figure
+    targets: they come first on the command line (a fake ``snakemake`` on PATH records its arguments; nothing runs,
+    so no figure is added and the script says so)."""
+    import subprocess
+
+    if not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    bin_dir, argv = tmp_path / "bin", tmp_path / "argv.txt"
+    bin_dir.mkdir()
+    fake = bin_dir / "snakemake"
+    fake.write_text(f'#!/usr/bin/env bash\nprintf "%s\\n" "$@" > {argv}\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "RUN_DIR": str(tmp_path / "run"), "PATH": f"{bin_dir}:{os.environ['PATH']}",
+           "SNAKEMAKE_ARGS": "--prioritize results/joma/eq6_exact.csv"}
+    done = subprocess.run(["bash", str(REPO / "benchmarks" / "paper_evidence.sh"), "fig_joma_4", "fig_scan_snap_3"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode != 0 and "0 of 2 figures added" in done.stdout
+    args = argv.read_text().split("\n")
+    targets = ["results/joma/evidence/fig_joma_4.json", "results/scan_snap/evidence/fig_scan_snap_3.json"]
+    assert args[:2] == targets
+    prioritize = args.index("--prioritize")
+    assert args[prioritize + 1] == "results/joma/eq6_exact.csv" and args[prioritize + 2].startswith("--")
+    assert args[args.index("--configfile") + 1] == "config/paper.yaml"
