@@ -74,7 +74,7 @@ tar czf "$OUT_DIR/dag_session.tar.gz" results/dag_session_snakemake.log "${files
 # DAG_EVIDENCE=1: the whole results folder (less the prepared data and any kept checkpoints), for a paper-scale run's
 # figures to be added here: tar xzf dag_results.tar.gz -C RUN; python -m featlearn evidence add --workdir RUN ...
 if [[ ${DAG_EVIDENCE:-0} == 1 ]]; then
-    tar czf "$OUT_DIR/dag_results.tar.gz" --exclude=results/data --exclude='*/resume' --exclude='*.pt' results
+    tar czf "$OUT_DIR/dag_results.tar.gz" --exclude=results/data --exclude='*.resume' --exclude='*.pt' results
     size=$(stat -c %s "$OUT_DIR/dag_results.tar.gz")
     if ((size > 16 << 20)); then  # the device tool returns files of up to 16 MiB
         echo "dag_session: dag_results.tar.gz is $size bytes, over the 16 MiB a returned file may have" >&2
