@@ -431,6 +431,17 @@ def test_encode_pad_and_bucketed_batches():
     assert all(torch.all(lens[b][1:] >= lens[b][:-1]) for b in batches)  # length-sorted inside a pool
 
 
+@pytest.mark.parametrize("n,batch,pool", [(10, 3, 2), (1000, 64, 5), (997, 16, 0), (64, 64, 1), (5, 8, 3)])
+def test_epoch_batch_maxima_are_the_longest_of_each_epoch_batch_in_order(n, batch, pool):
+    """The cost estimate's shortcut: the same draws as epoch_batches, so the same batches' longest lengths in the
+    same order, and the generator left in the same state (an epoch after it draws the same)."""
+    lens = torch.randint(1, 60, (n,), generator=torch.Generator().manual_seed(n))
+    gen_a, gen_b = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
+    batches = T.epoch_batches(lens, batch, pool, gen_a)
+    assert T.epoch_batch_maxima(lens, batch, pool, gen_b).tolist() == [int(lens[b].max()) for b in batches]
+    assert torch.equal(gen_a.get_state(), gen_b.get_state())
+
+
 def _manual_training(settings, runs, splits, opt_cls):
     """The same epochs with torch.optim on dense parameters (reference for the trainer's updates)."""
     spec = T._spec(settings, len(TINY_VOCAB), 1)

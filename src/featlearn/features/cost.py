@@ -80,18 +80,19 @@ def _features_data(cfg_json: str, results: str) -> dict | None:
 @functools.lru_cache(maxsize=32)
 def step_lengths(lengths: tuple[int, ...], batch: int, pool: int, seeds: tuple[int, ...], graphs: bool) -> tuple[int, ...]:
     """The length every step of a job's first epoch pads its tokens to, as ``featlearn.features.train.train`` pads
-    them: each distinct seed draws its own batches (``epoch_batches`` from that seed's data generator), and a step
-    pads the batches of all seeds together to their longest instance (with CUDA graphs, further to
-    ``padded_length``). With several seeds that is the longest of several length buckets: on SSTwsub (mean 7.2 words,
-    batch 64, pools of 50 batches) a step of one seed is 7.7 tokens long on average, one of three seeds about 14.7."""
+    them: each distinct seed draws its own batches (``epoch_batches`` from that seed's data generator; their longest
+    lengths by ``epoch_batch_maxima``), and a step pads the batches of all seeds together to their longest instance
+    (with CUDA graphs, further to ``padded_length``). With several seeds that is the longest of several length
+    buckets: on SSTwsub (mean 7.2 words, batch 64, pools of 50 batches) a step of one seed is 7.7 tokens long on
+    average, one of three seeds about 14.7."""
     import torch
 
-    from featlearn.features.train import epoch_batches, padded_length
+    from featlearn.features.train import epoch_batch_maxima, padded_length
     from featlearn.seeding import derived_seed
 
     lens = torch.tensor(lengths, dtype=torch.long)
-    plans = [epoch_batches(lens, batch, pool, torch.Generator().manual_seed(derived_seed(s, 11))) for s in seeds]
-    longest = torch.stack([torch.stack([lens[i].max() for i in plan]) for plan in plans]).amax(0).tolist()
+    longest = torch.stack([epoch_batch_maxima(lens, batch, pool, torch.Generator().manual_seed(derived_seed(s, 11)))
+                           for s in seeds]).amax(0).tolist()
     return tuple(padded_length(n) if graphs else n for n in longest)
 
 
@@ -108,6 +109,8 @@ def train_cost(node: Node, results: str = "results") -> Cost:
     minibatches steps. FLOPs per step = 6 x P_ne x batch x L x R (each non-embedding weight used once per token
     [D: an approximation of the per-kind models]), L the mean padded length of a step (:func:`step_lengths`);
     memory = 4 B x R (3 P + 8 batch x L_max x d), L_max the longest step."""
+    import torch
+
     from featlearn.features.models import InitScales, init_params
     from featlearn.features.train import Settings, _spec
 
@@ -118,7 +121,8 @@ def train_cost(node: Node, results: str = "results") -> Cost:
     st = Settings.from_dict({**cfg["settings"], "device": "cpu"})
     R = len(cfg["activations"]) * len(cfg["sigma_v"]) * len(cfg["seeds"])
     spec = _spec(st, data["vocab"], 1 if data["n_classes"] == 2 else data["n_classes"])
-    params = init_params(spec, [1], [0.1], InitScales(st.sigma_e, st.sigma_w, st.sigma_h))
+    with torch.device("meta"):  # shapes only: nothing is drawn or allocated (an IMDB embedding table is 100k rows)
+        params = init_params(spec, [1], [0.1], InitScales(st.sigma_e, st.sigma_w, st.sigma_h))
     P = sum(p.numel() for p in params.values())
     P_ne = sum(p.numel() for k, p in params.items() if k != "E")
     steps = st.epochs * batches_per_epoch(data["n_train"], st.batch, st.bucket_pool)

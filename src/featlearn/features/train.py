@@ -141,6 +141,23 @@ def epoch_batches(lengths: torch.Tensor, batch: int, pool: int, gen: torch.Gener
     return [out[i] for i in order]
 
 
+def epoch_batch_maxima(lengths: torch.Tensor, batch: int, pool: int, gen: torch.Generator) -> torch.Tensor:
+    """The longest length of each batch of :func:`epoch_batches` (same ``gen`` state: the same draws, the same
+    order), without building the batches: a pool's batches are consecutive slices of its sorted lengths, so each
+    batch's longest is the last of its slice. A job's cost estimate pads every step to these (hundreds of thousands
+    of instances, one pool at a time instead of one batch at a time)."""
+    n = len(lengths)
+    perm = torch.randperm(n, generator=gen)
+    step = max(1, pool) * batch
+    maxima = []
+    for a in range(0, n, step):
+        ordered = lengths[perm[a:a + step]].sort(stable=True).values
+        ends = torch.arange(batch, len(ordered) + batch, batch).clamp(max=len(ordered)) - 1
+        maxima.append(ordered[ends])
+    per_batch = torch.cat(maxima) if maxima else lengths[:0]
+    return per_batch[torch.randperm(len(per_batch), generator=gen)]
+
+
 # ------------------------------------------------------------------------------------------ settings
 @dataclass
 class Run:

@@ -13,6 +13,7 @@ SLURM partitions file).
 
 from __future__ import annotations
 
+import functools
 import math
 
 START_MINUTES = 15
@@ -71,6 +72,7 @@ def length_quantiles(lengths: list[int]) -> tuple[int, ...]:
     return tuple(ordered[min(n - 1, round(p / 100 * (n - 1)))] for p in LENGTH_QUANTILE_POINTS)
 
 
+@functools.lru_cache(maxsize=64)  # the jobs of one dataset ask for the same lengths (a paper-scale split: 100k of them)
 def lengths_from_quantiles(quantiles: tuple[int, ...], n: int) -> tuple[int, ...]:
     """``n`` lengths (sorted) with the given quantiles at LENGTH_QUANTILE_POINTS: the i-th at the (i + 1/2) / n
     quantile, interpolated linearly between the two points around it."""

@@ -12,7 +12,7 @@ import json
 import math
 import time
 
-from featlearn.pipeline.estimate import Cost, Node, Part, lm_cost, parameters_outside_embeddings, probe, sync
+from featlearn.pipeline.estimate import Cost, Node, Part, lm_cost, probe, sync
 
 
 def groups_cost(node: Node, curves: list) -> Cost:
@@ -23,7 +23,7 @@ def groups_cost(node: Node, curves: list) -> Cost:
     layer counts hidden x inputs, as it is computed); memory = 4 B x R (4 P + 8 samples x positions x width),
     width the widest layer's output (:func:`featlearn.templates.sweeps.engine.run_memory_bytes`, which also caps a
     group's runs where ``max_group_gb`` is set)."""
-    from featlearn.templates.sweeps.engine import expand_groups, group_vocab, init_model, run_memory_bytes
+    from featlearn.templates.sweeps.engine import expand_groups, group_vocab, model_size, run_memory_bytes
 
     parts = []
     for _, settings in curves:
@@ -31,13 +31,13 @@ def groups_cost(node: Node, curves: list) -> Cost:
             R = len(g.runs)
             samples = min(g.n, g.batch)
             vocab = group_vocab(g)  # the job's vocabulary
-            m = init_model(g, g.runs[0], vocab, g.structure)
+            size = model_size(g, vocab)  # one run's model, counted on the meta device
             if g.arch.startswith("mlp"):  # the one-hot first layer is a sum of the selected columns: hidden x inputs
-                first = m.layers[0].weight
-                per_sample = 6 * (parameters_outside_embeddings(m) - first.numel()
-                                  + first.shape[0] * (g.task.length + g.task.length ** 2 * (g.arch == "mlp_xxt")))
+                hidden, inputs = size.first_layer
+                per_sample = 6 * (size.outside_embeddings - hidden * inputs
+                                  + hidden * (g.task.length + g.task.length ** 2 * (g.arch == "mlp_xxt")))
             else:  # a sequence model applies its weights at every position
-                per_sample = 6 * parameters_outside_embeddings(m) * g.task.length
+                per_sample = 6 * size.outside_embeddings * g.task.length
             shape = {"task": settings["task"], "arch": g.arch, "model": g.model, "variants": sorted({r.variant for r in g.runs}),
                      "runs": R, "batch": g.batch, "n_probe": samples, "trainable": list(g.trainable) if g.trainable else None,
                      "dtype": str(g.dtype), "eval_every": g.eval_every, "n_val": g.n_val, "n_test": g.n_test,

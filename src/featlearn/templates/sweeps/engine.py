@@ -41,7 +41,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import itertools
+import json
 import math
 import sys
 import time
@@ -189,18 +191,43 @@ def init_model(group: Group, run: RunSpec, vocab_size: int, structure: tuple[boo
     return model.to(group.dtype)
 
 
+@dataclass(frozen=True)
+class ModelSize:
+    """The shapes of one run's model that the cost formulas read (:func:`model_size`)."""
+
+    parameters: int  # all of one run's parameters
+    outside_embeddings: int  # those outside its nn.Embedding tables (P_ne)
+    first_layer: tuple[int, ...]  # the MLPs' one-hot first layer ``layers[0].weight`` (out, in); () for other models
+    width: int  # the widest layer's output: the largest first dimension of a 2-D parameter outside the embeddings
+
+
+def model_size(group: Group, vocab_size: int) -> ModelSize:
+    """The size of one run's model in ``group`` at ``vocab_size`` (the stacked model's structure, as
+    :func:`init_model` builds it), counted on the meta device: no memory is allocated and nothing is initialised,
+    whatever the model's size; groups of one shape share one count (a paper-scale grid has hundreds of groups and a
+    few shapes)."""
+    cfg = {**group.model, **({"kq": group.structure[0], "vo": group.structure[1]} if group.arch == "transformer" else {})}
+    return _model_size(group.arch, vocab_size, group.task.length, group.task.kind, json.dumps(cfg, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=None)
+def _model_size(arch: str, vocab_size: int, length: int, kind: str, cfg_json: str) -> ModelSize:
+    with torch.device("meta"):
+        model = build_model(arch, vocab_size, length, kind, **json.loads(cfg_json))
+    emb = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
+    outside = [p for p in model.parameters() if id(p) not in emb]
+    return ModelSize(parameters=sum(p.numel() for p in model.parameters()),
+                     outside_embeddings=sum(p.numel() for p in outside),
+                     first_layer=tuple(model.layers[0].weight.shape) if arch.startswith("mlp") else (),
+                     width=max((p.shape[0] for p in outside if p.dim() == 2), default=1))
+
+
 def run_memory_bytes(group: Group, vocab_size: int) -> int:
     """The memory formula of one run of ``group`` (the estimate's, ``featlearn.templates.cost``): 4 B x (4 P + 8 x
     samples x positions x width), P the parameters of one run's model, samples a minibatch (at most n), width the
-    widest layer's output. Counted on the meta device: no memory is allocated, whatever the model's size."""
-    with torch.device("meta"):
-        model = build_model(group.arch, vocab_size, group.task.length, group.task.kind,
-                            **{**group.model, **({"kq": group.structure[0], "vo": group.structure[1]}
-                                                 if group.arch == "transformer" else {})})
-    emb = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Embedding)}
-    params = sum(p.numel() for p in model.parameters())
-    width = max((p.shape[0] for p in model.parameters() if p.dim() == 2 and id(p) not in emb), default=1)
-    return 4 * (4 * params + 8 * min(group.n, group.batch) * group.task.length * width)
+    widest layer's output (:func:`model_size`)."""
+    size = model_size(group, vocab_size)
+    return 4 * (4 * size.parameters + 8 * min(group.n, group.batch) * group.task.length * size.width)
 
 
 def group_vocab(group: Group) -> int:
