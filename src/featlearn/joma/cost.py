@@ -14,11 +14,14 @@ def table1_cost(node: Node, results: str = "results") -> Cost:
     """joma_table1_cell: every seed of the cell in one job (vectorised or looped), ``steps`` Adam steps. A step
     runs one forward per class (C sequences of T tokens, weighted by the batch's class counts), so FLOPs per
     step = 6 x P_ne x C x T x seeds; memory = 4 B x seeds x (4 P + C T (3 d + 2 d_hidden) x layers)."""
+    import torch
+
     from featlearn.joma.table1 import build_model
 
     s = node.settings
     R = len(s["seeds"])
-    m = build_model(s["M"], s["C"], s, 1)
+    with torch.device("meta"):  # shapes only: nothing is initialised or allocated
+        m = build_model(s["M"], s["C"], s, 1)
     P = sum(p.numel() for p in m.parameters())
     shape = {k: s[k] for k in ("C", "M", "T", "d", "d_hidden", "layers", "batch", "vectorise")} | {"seeds": R, "n_ch": s["n_ch"],
                                                                                                    "n": [s["n0"], s["n1"]]}
