@@ -524,6 +524,43 @@ def test_the_graph_safe_step_is_the_eager_step():
     assert torch.allclose(train, eager_train, rtol=1e-12)
 
 
+def test_the_buffered_update_is_adams_formula_bit_for_bit():
+    """The engine's Adam update, which writes into buffers kept across steps, makes exactly the bits of the plain
+    formula p -= (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps): every run trained, one run frozen by a mask, and a
+    parameter without a gradient (no step but Adam's decay of its moments)."""
+    gen = torch.Generator().manual_seed(1)
+    R, b1, b2 = 3, *S.BETAS
+    lr = torch.tensor([1e-2, 3e-3, 2e-2])
+    shapes = {"a": (R, 7, 5), "b": (R, 4), "c": (R, 6)}
+    masks = {"a": None, "b": torch.tensor([True, False, True]).view(R, 1), "c": None}
+
+    def fresh():
+        return ({n: torch.randn(*sh, generator=torch.Generator().manual_seed(len(n))) for n, sh in shapes.items()},
+                {n: (torch.zeros(sh), torch.zeros(sh)) for n, sh in shapes.items()})
+
+    (fast_p, fast_s), (ref_p, ref_s) = fresh(), fresh()
+    scratch = {}
+    for t in range(1, 6):
+        grads = [torch.randn(*shapes["a"], generator=gen), torch.randn(*shapes["b"], generator=gen), None]
+        S._adam_step(fast_p, list(shapes), grads, fast_s, masks, lr, t, scratch)
+        bc1, sqrt_bc2 = 1 - b1**t, math.sqrt(1 - b2**t)
+        for name, g in zip(shapes, grads):  # the formula, one fresh tensor per operation
+            g = torch.zeros(shapes[name]) if g is None else g
+            g = g if masks[name] is None else torch.where(masks[name], g, torch.zeros_like(g))
+            m, v = ref_s[name]
+            m.lerp_(g, 1 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            step_size = (lr / bc1).view(-1, *[1] * (g.dim() - 1))
+            ref_p[name] = ref_p[name] - step_size * m / ((v.sqrt() / sqrt_bc2) + S.EPS)
+        if t == 1:
+            first = {name: tuple(map(id, bufs)) for name, bufs in scratch.items()}
+    assert {name: tuple(map(id, bufs)) for name, bufs in scratch.items()} == first  # the same buffers every step
+    for name in shapes:
+        assert torch.equal(fast_p[name], ref_p[name]), name
+        assert all(torch.equal(x, y) for x, y in zip(fast_s[name], ref_s[name])), name
+    assert torch.equal(fast_p["b"][1], fresh()[0]["b"][1])  # the frozen run did not move
+
+
 def test_the_environment_runs_the_graph_safe_step_uncaptured_on_a_cpu(monkeypatch):
     """With the diagnostic (featlearn.cudagraphs.UNCAPTURED_ENV) a switched-on group trains with the graph-safe step on
     the CPU: every step goes through it, and the group trains as the eager step does up to float rounding. A group
