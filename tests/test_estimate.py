@@ -266,6 +266,98 @@ def test_sweep_cost_counts_groups_runs_and_epochs(repo):
         assert all("flush_denormal" not in p.probe.shape for p in again.parts)
 
 
+def test_a_sweep_group_beyond_one_minibatch_is_probed_at_its_own_vocabulary(repo):
+    """An MLP group of n > batch is probed at its own n, whose vocabulary sizes its one-hot first layer: probed at
+    n = batch (as before), a paper-scale n 8,192 group of Fig. 25 was timed with a ninth of its parameters and its job
+    at a third of its time. Groups of n <= batch keep their probe (and cached probes); each part counts the parameters
+    Adam updates per step, R x P, which grow with n where the FLOPs per sample do not."""
+    from featlearn.templates.registry import sweep_settings
+    from featlearn.templates.sweeps.engine import expand_groups, group_vocab, model_size
+
+    config = E.merged_config([str(repo / "config" / "smoke.yaml")], repo / "config")
+    settings = sweep_settings(config["templates"], "25")
+    settings["sweeps"]["fig25"]["n"] = [8, 64, 200]
+    settings["sweeps"]["batch"] = 64
+    cost = templates_cost.sweep_cost(_node("templates_sweep", settings, {"grid": "25"}))
+    assert [p.probe.shape["n_probe"] for p in cost.parts] == [8, 64, 200] * 2  # mlp, then mlp_xxt
+    assert [p.steps // settings["sweeps"]["epochs"] for p in cost.parts[:3]] == [1, 1, 4]
+    from featlearn.templates.sweeps.experiments import figure_curves
+
+    groups = [g for _, s in figure_curves("25", settings["sweeps"]) for g in expand_groups({**s, "progress": False})]
+    for part, g in zip(cost.parts, groups):
+        assert part.updates_per_step == len(g.runs) * model_size(g, group_vocab(g)).parameters
+    mlp = cost.parts[:3]
+    assert mlp[2].flops_per_step == mlp[1].flops_per_step  # one minibatch of 64 samples either way...
+    assert mlp[2].updates_per_step > 1.4 * mlp[1].updates_per_step  # ...but a wider first layer to update
+    # the probe itself: an epoch of 4 minibatches timed whole, per step
+    shape = dict(mlp[2].probe.shape, model={"depth": 2, "hidden": 8})
+    assert templates_cost.sweep_probe(shape, 2, "cpu", 2, 1)["seconds_per_step"] > 0
+    # grid 22's transformers keep the minibatch's n (their probes, and the cached ones, stay); its FCNet, RNN and LSTM
+    # are probed at their own n
+    settings = sweep_settings(config["templates"], "22")
+    settings["sweeps"]["fig22"]["n"] = [8, 200]
+    settings["sweeps"]["batch"] = 64
+    by_arch: dict = {}
+    for part in templates_cost.sweep_cost(_node("templates_sweep", settings, {"grid": "22"})).parts:
+        by_arch.setdefault(part.probe.shape["arch"], set()).add(part.probe.shape["n_probe"])
+    assert by_arch["transformer"] == {8, 64}
+    assert by_arch["mlp"] == by_arch["rnn"] == by_arch["lstm"] == {8, 200}
+
+
+def test_fit_step_cost_recovers_a_planted_plane_and_stays_non_negative():
+    """Two measures of a step's work (FLOPs, parameters updated): a planted a + b F + c U is recovered exactly, a
+    measure the time does not grow with gets no weight (never a negative one), and one measure reduces to
+    fit_step_time."""
+    plane = lambda f, u: 0.002 + 3e-12 * f + 4e-9 * u  # noqa: E731
+    pts = [((f, u), plane(f, u)) for f, u in [(1e9, 1e5), (4e9, 1e5), (4e9, 2e6), (2e9, 8e6), (5e8, 3e6)]]
+    fit = E.fit_step_cost(pts)
+    for f, u in [(3e9, 5e6), (1e9, 1e7), (0.0, 0.0)]:
+        assert fit((f, u)) == pytest.approx(plane(f, u), rel=1e-9)
+    # time independent of the updates, falling a little with them in the noise: no negative coefficient
+    noisy = [((1e9, 1e5), 0.011), ((3e9, 4e6), 0.0129), ((1e10, 1e6), 0.0201)]
+    fit = E.fit_step_cost(noisy)
+    assert all(fit(x) > 0 for x in [(0.0, 1e9), (1e9, 1e9)])
+    assert fit((1e9, 1e12)) >= fit((1e9, 0.0))  # never decreasing in a measure
+    line = [(1e9, 0.011), (3e9, 0.013), (1e10, 0.02)]
+    assert E.fit_step_cost([((f,), t) for f, t in line])((5e9,)) == pytest.approx(E.fit_step_time(line)(5e9))
+    assert E.fit_step_cost([]) is None
+
+
+def test_groups_with_the_same_flops_and_more_parameters_are_interpolated_by_the_updates(tmp_path):
+    """A family whose step time grows with the parameters Adam updates, at equal FLOPs (the one-hot MLPs beyond one
+    minibatch): its representatives include the largest update count, the groups between are predicted by the
+    planted a + b F + c U, and a group beyond the probed update counts is not extrapolated."""
+    def step(f, u):
+        return 0.003 + 1e-12 * f + 2e-8 * u
+
+    def fake(shape, dim, device, steps, warmup):
+        return {"seconds_per_step": step(shape["f"], shape["u"])}
+
+    work = [(1e8, 1e5), (4e8, 2e5), (1.6e9, 5e5), (4e9, 1e6), (4e9, 3e6), (4e9, 9e6), (4e9, 2e7), (2e9, 1e7)]
+    parts = [E.Part(E.probe("sweep", {"arch": "mlp", "model": "m", "task": "t", "n_probe": i, "f": f, "u": u, "runs": 20},
+                            "runs"), steps=100, runs=20, flops_per_step=f, updates_per_step=u)
+             for i, (f, u) in enumerate(work)]
+    prober = E.Prober("cpu", tmp_path / "c.json", probes={"sweep": fake}, max_parts=3)
+    recs = E.probe_parts("templates_sweep", parts, prober)
+    measured = [i for i, r in enumerate(recs) if not r.get("interpolated")]
+    assert 0 in measured and 6 in measured and len(measured) == 3  # the least and the most work
+    for (f, u), rec in zip(work, recs):
+        assert rec["seconds_per_step"] == pytest.approx(step(f, u), rel=1e-6)
+    # on FLOPs alone (the old rule) the groups of 4e9 FLOPs would all have had one time
+    flops_only = [dataclasses.replace(p, updates_per_step=None) for p in parts]
+    recs = E.probe_parts("templates_sweep", flops_only, E.Prober("cpu", tmp_path / "f.json", probes={"sweep": fake},
+                                                                 max_parts=3))
+    assert len({round(r["seconds_per_step"], 9) for r, (f, _) in zip(recs, work) if f == 4e9 and r.get("interpolated")}) <= 1
+    # a cache without the largest group: the groups beyond its update counts stay untimed
+    small = E.Prober("cpu", tmp_path / "s.json", probes={"sweep": fake}, max_parts=0)
+    for i in (0, 3, 4):
+        small.get("templates_sweep", parts[i].probe)
+    recs = E.probe_parts("templates_sweep", parts, E.Prober("cpu", tmp_path / "s.json", probe=False,
+                                                            probes={"sweep": fake}, max_parts=3))
+    assert all("parameters updated" in recs[i]["error"] for i in (5, 6, 7))
+    assert recs[1]["seconds_per_step"] == pytest.approx(step(*work[1]), rel=1e-6)
+
+
 # ------------------------------------------------------------------------------------------- cost models named by the jobs
 
 # The compute jobs the estimate times (docs/estimate.md, "Cost models"); every other job is "not modelled".

@@ -76,13 +76,16 @@ MAX_PROBES_PER_JOB = 6
 @dataclass
 class Part:
     """A homogeneous piece of a job: ``steps`` optimiser steps of ``runs`` runs trained together, at one probed
-    shape. ``flops`` and ``memory`` are per step and for the whole part's batch of runs (None: not derived)."""
+    shape. ``flops`` and ``memory`` are per step and for the whole part's batch of runs (None: not derived);
+    ``updates_per_step``: the parameters its optimiser updates each step, all runs together (None: not derived), a
+    second measure of a step's work besides its FLOPs, for the interpolation between probes (``probe_parts``)."""
 
     probe: "Probe | None"
     steps: int
     runs: int
     flops_per_step: float | None = None
     memory_bytes: float | None = None
+    updates_per_step: float | None = None
 
 
 @dataclass(frozen=True)
@@ -697,7 +700,9 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
         interpolated = sum(1 for r in recs if r and r.get("interpolated"))
         if interpolated:
             notes.append(f"{interpolated} of {len(recs)} parts interpolated from {len(recs) - interpolated} probes "
-                         f"(s/step = a + b x FLOPs per step)")
+                         f"(s/step = a + b x FLOPs per step"
+                         + (" + c x parameters updated)" if any(p.updates_per_step is not None for p in node.cost.parts)
+                            else ")"))
         for part, rec in zip(node.cost.parts, recs):
             node.per_step.append(rec)
             if rec is None or "seconds_per_step" not in rec:
@@ -725,19 +730,26 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
 # ------------------------------------------------------------------------------ interpolation between probes
 # A sweep job of the paper's grids has hundreds of engine groups (one per (n, model) cell); probing each one
 # takes longer than the whole estimate may (issue 34: about 670 groups did not finish in 9 minutes of GPU time).
-# Of a job's distinct probes, at most ``Prober.max_parts`` are measured, chosen evenly along the FLOPs per step
-# (the smallest and the largest always); the others get s/step = a + b x FLOPs, fitted by least squares to the
-# measured ones of the same model and architecture (a: the fixed cost of a step, its kernel launches and
-# Python; b: seconds per FLOP), with a, b >= 0. Probes already in the cache are used as they are; with --no-probe a
+# Of a job's distinct probes, at most ``Prober.max_parts`` are measured, chosen evenly along the measures of a
+# step's work (FLOPs per step, then the parameters updated per step; the smallest and the largest always); the
+# others get s/step = a + b x FLOPs + c x updates, fitted by least squares to the measured ones of the same model and
+# architecture (a: the fixed cost of a step, its kernel launches and Python; b: seconds per FLOP; c: seconds per
+# parameter the optimiser updates, a memory-bound cost), with a, b, c >= 0; a part without an updates count is
+# fitted on its FLOPs alone. The second measure is needed where a step's cost grows without its FLOPs: the one-hot
+# MLPs of the templates sweeps compute hidden x positions per sample in their first layer, whatever its width,
+# while Adam updates all of its vocabulary x positions x hidden weights every step (a paper-scale group of n 8,192
+# had 16 times the parameters of the n 512 one for the same FLOPs per sample, and most of its step time in Adam;
+# docs/estimate.md). Probes already in the cache are used as they are; with --no-probe a
 # representative the cache lacks is interpolated from the family's cached probes like the rest, but only within the
-# FLOPs range they span: a group beyond it is left without a time (the smallest and the largest group of a family
-# are the first representatives, so a job probed here always spans its own range).
+# range they span: a group beyond it (in either measure) is left without a time (the smallest and the largest group
+# of a family are the first representatives, so a job probed here always spans its own range).
 # `benchmarks/estimate_interpolation.py` checks the fit against probes it did not use.
 
 
-def representatives(flops: list[float], k: int) -> list[int]:
-    """Indices of ``k`` of the values, evenly spread over their sorted order (the smallest and the largest first)."""
-    order = sorted(range(len(flops)), key=lambda i: flops[i])
+def representatives(work: list, k: int) -> list[int]:
+    """Indices of ``k`` of the values (numbers, or tuples of measures compared in order), evenly spread over their
+    sorted order (the smallest and the largest first)."""
+    order = sorted(range(len(work)), key=lambda i: work[i])
     if k >= len(order):
         return order
     if k == 1:
@@ -745,27 +757,71 @@ def representatives(flops: list[float], k: int) -> list[int]:
     return sorted({order[round(j * (len(order) - 1) / (k - 1))] for j in range(k)})
 
 
-def fit_step_time(points: list[tuple[float, float]]) -> Callable[[float], float] | None:
-    """s/step as a function of FLOPs per step, ``a + b x F`` with a, b >= 0, least squares over ``points``
-    ((FLOPs, s/step)); None without points."""
-    pts = [(f, t) for f, t in points if f is not None and t is not None]
+def _least_squares(rows: list[list[float]], ys: list[float]) -> list[float] | None:
+    """Coefficients minimising the squared error of ``rows @ coef`` against ``ys`` (normal equations, Gaussian
+    elimination with pivoting); None when the columns are linearly dependent."""
+    m = len(rows[0])
+    A = [[sum(r[i] * r[j] for r in rows) for j in range(m)] + [sum(r[i] * y for r, y in zip(rows, ys))] for i in range(m)]
+    for c in range(m):
+        piv = max(range(c, m), key=lambda r: abs(A[r][c]))
+        if abs(A[piv][c]) <= 1e-12 * max(1.0, max(abs(A[i][i]) for i in range(m))):
+            return None
+        A[c], A[piv] = A[piv], A[c]
+        for r in range(m):
+            if r != c:
+                f = A[r][c] / A[c][c]
+                A[r] = [x - f * y for x, y in zip(A[r], A[c])]
+    return [A[i][m] / A[i][i] for i in range(m)]
+
+
+def fit_step_cost(points: list[tuple[tuple[float, ...], float]]) -> Callable[[tuple[float, ...]], float] | None:
+    """s/step as ``a + sum_j c_j x_j`` over the measures ``x`` of a step's work, with a, c_j >= 0: the least-squares
+    fit over ``points`` ((measures, s/step)) among the subsets of the terms whose coefficients come out non-negative.
+    A subset with more terms is taken only where it fits strictly better; among subsets of one size the intercept
+    comes first, then the measures in their order (so two points of a + b x FLOPs give that line, not a line through
+    the origin in the second measure). None without points."""
+    pts = [(x, t) for x, t in points if t is not None and x is not None and all(v is not None for v in x)]
     if not pts:
         return None
-    n = len(pts)
-    mf, mt = sum(f for f, _ in pts) / n, sum(t for _, t in pts) / n
-    var = sum((f - mf) ** 2 for f, _ in pts)
-    b = sum((f - mf) * (t - mt) for f, t in pts) / var if var > 0 else 0.0
-    a = mt - b * mf
-    if b < 0:  # no growth with FLOPs measured: a constant
-        a, b = mt, 0.0
-    elif a < 0:  # through the origin
-        a, b = 0.0, sum(f * t for f, t in pts) / max(sum(f * f for f, _ in pts), 1e-300)
-    return lambda f: a + b * (f or 0.0)
+    m = len(pts[0][0])
+    scale = [max(abs(x[j]) for x, _ in pts) or 1.0 for j in range(m)]  # columns of order one (FLOPs run to 1e15)
+    tol = 1e-12 * sum(t * t for _, t in pts)  # a squared error below this is an exact fit
+    order = [m, *range(m)]  # term m: the intercept a; then the measures
+    subsets = sorted((tuple(order[i] for i in range(m + 1) if mask >> i & 1) for mask in range(1, 2 ** (m + 1))),
+                     key=lambda terms: (len(terms), [order.index(j) for j in terms]))
+    best = None
+    for terms in subsets:
+        rows = [[1.0 if j == m else x[j] / scale[j] for j in terms] for x, _ in pts]
+        coef = _least_squares(rows, [t for _, t in pts])
+        if coef is None or any(c < 0 for c in coef):
+            continue
+        sse = sum((sum(c * v for c, v in zip(coef, row)) - t) ** 2 for row, (_, t) in zip(rows, pts))
+        if best is None or sse < best[0] - tol:
+            best = (sse, terms, coef)
+    if best is None:  # (unreachable: the intercept alone always fits, at the mean)
+        return None
+    _, terms, coef = best
+    a = sum(c for j, c in zip(terms, coef) if j == m)
+    slopes = {j: c / scale[j] for j, c in zip(terms, coef) if j < m}
+    return lambda x: a + sum(c * (x[j] or 0.0) for j, c in slopes.items())
+
+
+def fit_step_time(points: list[tuple[float, float]]) -> Callable[[float], float] | None:
+    """s/step as a function of FLOPs per step, ``a + b x F`` with a, b >= 0, least squares over ``points``
+    ((FLOPs, s/step)); None without points (:func:`fit_step_cost` with one measure)."""
+    fit = fit_step_cost([((f,), t) for f, t in points if f is not None])
+    return None if fit is None else (lambda f: fit((f or 0.0,)))
 
 
 def _family(p: Probe) -> str:
     shape = p.shape
     return json.dumps({k: shape.get(k) for k in ("kind", "arch", "model", "task")} | {"kind": p.kind}, sort_keys=True)
+
+
+def _work(part: Part, with_updates: bool) -> tuple[float, ...]:
+    """The measures of a part's step that the interpolation fits on: FLOPs, and the parameters updated."""
+    return ((part.flops_per_step or 0.0, part.updates_per_step or 0.0) if with_updates
+            else (part.flops_per_step or 0.0,))
 
 
 def probe_parts(rule: str, parts: list[Part], prober: "Prober") -> list[dict | None]:
@@ -780,11 +836,13 @@ def probe_parts(rule: str, parts: list[Part], prober: "Prober") -> list[dict | N
     by_family: dict[str, list[int]] = {}
     for k, i in distinct.items():
         by_family.setdefault(_family(parts[i].probe), []).append(i)
+    # a family is fitted on the parameters updated too where every one of its parts counts them
+    updates = {fam: all(parts[i].updates_per_step is not None for i in idx) for fam, idx in by_family.items()}
     measured: dict[str, dict | None] = {}
     share = max(2, limit // max(1, len(by_family)))  # at least two points per family: a and b
     for fam, idx in by_family.items():
         cached = [i for i in idx if keys[i] in prober.cache]
-        todo = [idx[j] for j in representatives([parts[i].flops_per_step or 0.0 for i in idx], share)]
+        todo = [idx[j] for j in representatives([_work(parts[i], updates[fam]) for i in idx], share)]
         for i in sorted(set(cached) | set(todo)):
             rec = prober.get(rule, parts[i].probe, parts[i].flops_per_step)
             if rec is not None:  # a representative not in the cache (--no-probe) is interpolated like the rest; a
@@ -797,16 +855,21 @@ def probe_parts(rule: str, parts: list[Part], prober: "Prober") -> list[dict | N
             out.append(measured[key])
         else:
             fam = _family(part.probe)
-            pts = [(parts[i].flops_per_step, (measured.get(keys[i]) or {}).get("seconds_per_step")) for i in by_family[fam]]
-            fit = fit_step_time(pts)
-            span = [f for f, t in pts if t is not None and f is not None]
+            pts = [(_work(parts[i], updates[fam]), (measured.get(keys[i]) or {}).get("seconds_per_step"))
+                   for i in by_family[fam]]
+            fit = fit_step_cost(pts)
+            span = [x for x, t in pts if t is not None]
+            work = _work(part, updates[fam])
             if fit is None:
                 out.append(None)
-            elif not span or not min(span) <= (part.flops_per_step or 0.0) <= max(span):
-                # outside the measured FLOPs: a line fitted on launch-bound small groups says nothing of large ones
-                out.append({"error": "outside the FLOPs range of the family's probes (not extrapolated)"})
+            elif not span or not all(min(x[j] for x in span) <= work[j] <= max(x[j] for x in span)
+                                     for j in range(len(work))):
+                # outside the measured work: a line fitted on launch-bound small groups says nothing of large ones
+                out.append({"error": "outside the FLOPs range of the family's probes (not extrapolated)"
+                            if not min(x[0] for x in span) <= work[0] <= max(x[0] for x in span)
+                            else "outside the range of parameters updated of the family's probes (not extrapolated)"})
             else:
-                out.append({"seconds_per_step": fit(part.flops_per_step), "interpolated": True, "from_probes": len(span)})
+                out.append({"seconds_per_step": fit(work), "interpolated": True, "from_probes": len(span)})
     return out
 
 

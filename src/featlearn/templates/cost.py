@@ -15,12 +15,39 @@ import time
 from featlearn.pipeline.estimate import Cost, Node, Part, lm_cost, probe, sync
 
 
+# The architectures whose step cost grows with the vocabulary beyond the FLOPs: probed at the group's own n (its
+# vocabulary), not at n = the minibatch. Measured on a CPU (1 thread, 4 runs, paper-scale Fig. 22 and 25 groups,
+# 2026-12-02), a group of n 2,048 or 8,192 probed at its own n against at n 1,024: the one-hot MLP 1.40x and 3.62x
+# (Adam updates its vocabulary x positions x hidden first layer every step, while its FLOPs per sample are
+# hidden x positions), the RNN 1.04x and 1.27x, the LSTM 0.97x and 1.10x, the transformer 0.94-1.11x (its step is
+# its body's FLOPs; its embedding tables are a few percent of the update). The transformer keeps the minibatch's n,
+# so its probes (most of a paper estimate's, and of the committed GPU caches) stay valid (docs/estimate.md).
+OWN_VOCABULARY_ARCHS = ("mlp", "mlp_xxt", "rnn", "lstm")
+
+
+def probe_n(group) -> int:
+    """The n a group's probe trains at: its own for ``OWN_VOCABULARY_ARCHS``, else its minibatch's (n <= batch: the
+    same)."""
+    return group.n if group.arch in OWN_VOCABULARY_ARCHS else min(group.n, group.batch)
+
+
+def probe_vocab(group) -> int:
+    """The vocabulary of the group's probe (at :func:`probe_n`)."""
+    from dataclasses import replace
+
+    from featlearn.templates.sweeps.engine import group_vocab
+
+    return group_vocab(group) if probe_n(group) == group.n else group_vocab(replace(group, n=probe_n(group)))
+
+
 def groups_cost(node: Node, curves: list) -> Cost:
     """The engine's groups (``expand_groups``) of each of a job's ``curves`` (name, settings); a group of R
     runs trains epochs x ceil(n / batch) steps. FLOPs per step = 6 x P_ne x samples x positions x R (P_ne: the
     non-embedding parameters of one run's model at the job's vocabulary; a sequence model applies them at each
     of the task's positions [D: upper bound for a readout on the last position only]; the MLPs' one-hot first
-    layer counts hidden x inputs, as it is computed); memory = 4 B x R (4 P + 8 samples x positions x width),
+    layer counts hidden x inputs, as it is computed); parameters updated per step = R x P (Adam's dense update, the
+    cost that grows with the vocabulary; P at the vocabulary of the n the group is probed at, :func:`probe_n`);
+    memory = 4 B x R (4 P + 8 samples x positions x width),
     width the widest layer's output (:func:`featlearn.templates.sweeps.engine.run_memory_bytes`, which also caps a
     group's runs where ``max_group_gb`` is set)."""
     from featlearn.templates.sweeps.engine import expand_groups, group_vocab, model_size, run_memory_bytes
@@ -39,7 +66,7 @@ def groups_cost(node: Node, curves: list) -> Cost:
             else:  # a sequence model applies its weights at every position
                 per_sample = 6 * size.outside_embeddings * g.task.length
             shape = {"task": settings["task"], "arch": g.arch, "model": g.model, "variants": sorted({r.variant for r in g.runs}),
-                     "runs": R, "batch": g.batch, "n_probe": samples, "trainable": list(g.trainable) if g.trainable else None,
+                     "runs": R, "batch": g.batch, "n_probe": probe_n(g), "trainable": list(g.trainable) if g.trainable else None,
                      "dtype": str(g.dtype), "eval_every": g.eval_every, "n_val": g.n_val, "n_test": g.n_test,
                      # (absent when off: earlier probes stay valid). Not flush_denormal: a probe starts from fresh
                      # parameters, which hold no denormal floats, so it times the same step either way (and on a GPU
@@ -47,10 +74,12 @@ def groups_cost(node: Node, curves: list) -> Cost:
                      **({"cuda_graphs": True} if g.cuda_graphs else {})}
             parts.append(Part(probe("sweep", shape, "runs", node.threads, f"{__name__}:sweep_probe"),
                               g.epochs * g.steps_per_epoch, R, per_sample * samples * R,
-                              R * run_memory_bytes(g, vocab)))
+                              R * run_memory_bytes(g, vocab),
+                              # what the probe updates (at its n's vocabulary): the measure it is fitted on
+                              updates_per_step=R * model_size(g, probe_vocab(g)).parameters))
     return Cost(parts, 0.0, "evaluation (validation + test, every epoch) is inside the timed probe epochs",
                 "FLOPs = 6 P_ne x samples x positions x R per step (MLP: 6 P_ne x samples x R, first layer hidden x inputs); "
-                "memory = 4 B x R (4P + 8 samples x positions x width) [D]",
+                "parameters updated = R x P per step; memory = 4 B x R (4P + 8 samples x positions x width) [D]",
                 f"{len(parts)} groups")
 
 
@@ -69,8 +98,9 @@ def calibration_cost(node: Node, results: str = "results") -> Cost:
 
 
 def sweep_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
-    """One engine group of the job's shape (R = ``dim_value`` runs) at n = the group's minibatch, so an epoch is
-    one step (plus the epoch's evaluation): ``warmup`` epochs, then ``steps`` timed epochs (``train_group``)."""
+    """One engine group of the job's shape (R = ``dim_value`` runs) at its own n (its vocabulary): ``warmup``
+    steps, then ``steps`` timed steps, each rounded up to whole epochs (``train_group``), so a timed step carries its
+    share of the epoch's evaluation; at n <= batch an epoch is one step."""
     from dataclasses import replace
 
     from featlearn.templates.sweeps.engine import RunSpec, expand_groups, train_group
@@ -86,12 +116,14 @@ def sweep_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: in
 
     runs = [RunSpec(1 + i // len(variants), 1e-3, variants[i % len(variants)]) for i in range(dim_value)]
     group = replace(expand_groups(settings)[0], runs=runs)
+    per_epoch = group.steps_per_epoch
     cuda = str(device).startswith("cuda")
     if cuda:  # the group's CUDA peak, to check the engine's memory formula (run_memory_bytes) against
         torch.cuda.reset_peak_memory_stats()
     if warmup:
-        train_group(replace(group, epochs=warmup))
-    out = {"seconds_per_step": train_group(replace(group, epochs=steps)).seconds / steps}
+        train_group(replace(group, epochs=math.ceil(warmup / per_epoch)))
+    epochs = math.ceil(steps / per_epoch)
+    out = {"seconds_per_step": train_group(replace(group, epochs=epochs)).seconds / (epochs * per_epoch)}
     if cuda:
         out["peak_memory_bytes"] = torch.cuda.max_memory_allocated()
     return out
