@@ -647,7 +647,7 @@ def test_a_memory_budget_splits_groups_of_wide_models():
     assert [len(g.runs) for g in plain] == [12, 12]
     wide = S.expand_groups({**settings, "n": [512]})[0]
     per_run = S.run_memory_bytes(wide, S.group_vocab(wide))
-    assert per_run == 4 * (4 * sum(p.numel() for p in S.init_model(wide, wide.runs[0], S.group_vocab(wide), wide.structure)
+    assert per_run == 4 * (6 * sum(p.numel() for p in S.init_model(wide, wide.runs[0], S.group_vocab(wide), wide.structure)
                                    .parameters()) + 8 * 512 * wide.task.length * 64)
     budget = 5.5 * per_run / 2**30  # room for 5 runs of n = 512
     split = S.expand_groups({**settings, "max_group_gb": budget})

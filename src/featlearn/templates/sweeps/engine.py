@@ -223,11 +223,12 @@ def _model_size(arch: str, vocab_size: int, length: int, kind: str, cfg_json: st
 
 
 def run_memory_bytes(group: Group, vocab_size: int) -> int:
-    """The memory formula of one run of ``group`` (the estimate's, ``featlearn.templates.cost``): 4 B x (4 P + 8 x
-    samples x positions x width), P the parameters of one run's model, samples a minibatch (at most n), width the
-    widest layer's output (:func:`model_size`)."""
+    """The memory formula of one run of ``group`` (the estimate's, ``featlearn.templates.cost``): 4 B x (6 P + 8 x
+    samples x positions x width), P the parameters of one run's model (6 P: the parameters, their gradient, Adam's
+    two moments and the update's two buffers, ``_adam_update``), samples a minibatch (at most n), width the widest
+    layer's output (:func:`model_size`)."""
     size = model_size(group, vocab_size)
-    return 4 * (4 * size.parameters + 8 * min(group.n, group.batch) * group.task.length * size.width)
+    return 4 * (6 * size.parameters + 8 * min(group.n, group.batch) * group.task.length * size.width)
 
 
 def group_vocab(group: Group) -> int:
