@@ -561,6 +561,28 @@ def test_the_buffered_update_is_adams_formula_bit_for_bit():
     assert torch.equal(fast_p["b"][1], fresh()[0]["b"][1])  # the frozen run did not move
 
 
+def test_the_mlps_input_major_first_layer_changes_no_bit(monkeypatch):
+    """The engine stores the MLPs' stacked one-hot first layer input-major (the same values, transposed strides: no
+    copy of it at each forward and backward under vmap). A group trained so, with and without the XX^T inputs, ends
+    with exactly the parameters and losses of the same group stored as stacked."""
+    w = torch.arange(24.0).view(2, 3, 4)
+    stored = S._stacked_layout("mlp", "layers.0.weight", w)
+    assert torch.equal(stored, w) and stored[0].T.is_contiguous()  # each run's W^T: rows of memory
+    assert S._stacked_layout("transformer", "layers.0.weight", w).stride() == w.stride()
+    runs = [S.RunSpec(1, 1e-2, "vanilla"), S.RunSpec(2, 3e-3, "vanilla")]
+    for arch in ("mlp", "mlp_xxt"):
+        group = _group(T.aba_abb(), 40, runs, arch=arch, model={"depth": 3, "hidden": 16}, epochs=4, batch=16,
+                       progress=False)
+        input_major = S.train_group(group)
+        with monkeypatch.context() as m:
+            m.setattr(S, "_stacked_layout", lambda arch, name, p: p)
+            as_stacked = S.train_group(group)
+        for name in as_stacked.params:
+            assert torch.equal(input_major.params[name], as_stacked.params[name]), (arch, name)
+        assert torch.equal(input_major.val_loss, as_stacked.val_loss)
+        assert torch.equal(input_major.train_loss, as_stacked.train_loss)
+
+
 def test_the_environment_runs_the_graph_safe_step_uncaptured_on_a_cpu(monkeypatch):
     """With the diagnostic (featlearn.cudagraphs.UNCAPTURED_ENV) a switched-on group trains with the graph-safe step on
     the CPU: every step goes through it, and the group trains as the eager step does up to float rounding. A group

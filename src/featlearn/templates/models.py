@@ -221,7 +221,9 @@ class TemplateMLP(nn.Module):
         W, b = self.layers[0].weight, self.layers[0].bias
         k, V = self.length, self.vocab_size
         offsets = torch.arange(k, device=tokens.device) * V
-        h = F.embedding(tokens + offsets, W[:, : k * V].T).sum(dim=1) + b  # one-hot concat @ W^T
+        # one-hot concat @ W^T: rows of W^T, whose first k V rows are the one-hot inputs' (the whole of W^T is looked
+        # up, not a slice of it: the same rows, and no copy of a slice where the engine stores W input-major)
+        h = F.embedding(tokens + offsets, W.T).sum(dim=1) + b
         if self.xxt:
             eq = (tokens.unsqueeze(1) == tokens.unsqueeze(2)).to(W.dtype).flatten(1) * self.xxt_scale
             h = h + eq @ W[:, k * V :].T
