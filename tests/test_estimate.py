@@ -268,7 +268,7 @@ def test_sweep_cost_counts_groups_runs_and_epochs(repo):
 
 def test_a_sweep_group_beyond_one_minibatch_is_probed_at_its_own_vocabulary(repo):
     """An MLP group of n > batch is probed at its own n, whose vocabulary sizes its one-hot first layer: probed at
-    n = batch (as before), a paper-scale n 8,192 group of Fig. 25 was timed with a ninth of its parameters and its job
+    n = batch (as before), a paper-scale n 8,192 group of Fig. 25 was timed with less than a sixth of its parameters and its job
     at a third of its time. Groups of n <= batch keep their probe (and cached probes); each part counts the parameters
     Adam updates per step, R x P, which grow with n where the FLOPs per sample do not."""
     from featlearn.templates.registry import sweep_settings

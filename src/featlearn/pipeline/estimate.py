@@ -738,7 +738,7 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
 # fitted on its FLOPs alone. The second measure is needed where a step's cost grows without its FLOPs: the one-hot
 # MLPs of the templates sweeps compute hidden x positions per sample in their first layer, whatever its width,
 # while Adam updates all of its vocabulary x positions x hidden weights every step (a paper-scale group of n 8,192
-# had 16 times the parameters of the n 512 one for the same FLOPs per sample, and most of its step time in Adam;
+# had 10.6 times the parameters of the n 512 one for the same FLOPs per sample, and most of its step time in Adam;
 # docs/estimate.md). Probes already in the cache are used as they are; with --no-probe a
 # representative the cache lacks is interpolated from the family's cached probes like the rest, but only within the
 # range they span: a group beyond it (in either measure) is left without a time (the smallest and the largest group

@@ -98,8 +98,9 @@ def calibration_cost(node: Node, results: str = "results") -> Cost:
 
 
 def sweep_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
-    """One engine group of the job's shape (R = ``dim_value`` runs) at its own n (its vocabulary): ``warmup``
-    steps, then ``steps`` timed steps, each rounded up to whole epochs (``train_group``), so a timed step carries its
+    """One engine group of the job's shape (R = ``dim_value`` runs) at the shape's ``n_probe`` (:func:`probe_n`: an
+    MLP's, RNN's or LSTM's own n, a transformer's minibatch): ``warmup`` steps, then ``steps`` timed steps, each
+    rounded up to whole epochs (``train_group``), so a timed step carries its
     share of the epoch's evaluation; at n <= batch an epoch is one step."""
     from dataclasses import replace
 
