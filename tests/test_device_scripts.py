@@ -49,7 +49,7 @@ def test_dag_session_passes_the_run_to_snakemake_and_returns_results_without_kep
         "results/figures/joma/fig4.png": "png",
         "results/logs/joma/fig4.log": "done\n",
         "results/data/prepared/wikitext2/train.pt": "ids",  # the prepared data: left behind
-        "results/joma/table1/cell.resume/parts/0123.pkl": "x" * 1000,  # kept work of an unfinished job: left behind
+        "results/joma/table1/cell.resume/parts/0123.pt": "x" * 1000,  # kept work of an unfinished job: left behind
         "results/scan_snap/lm/fig10.resume/resume.pt": "x" * 1000,
         "results/scan_snap/lm/fig10.resume/clock.json": "{}",
     }

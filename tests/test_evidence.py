@@ -151,6 +151,7 @@ def test_resumed_lines_are_told_from_others(tmp_path):
                           ("[features-lm ptb] resuming at step 3 from r", True),
                           ("resuming: [templates] aba_abb mlp n=4 R=1 was finished by an earlier run of this job; loaded",
                            True),
+                          ("resuming: [templates] aba_abb mlp n=8192 R=20 at epoch 412 of 1000 from r", True),
                           ("[lm x] discarding a/resume.pt: written under other code; starting afresh", False),
                           ("[lm x] progress: 40 steps in 3s, about 1 min left", False),
                           ("[lm x] not resuming", False)]:

@@ -357,7 +357,7 @@ def test_the_workflow_end_removes_only_work_whose_outputs_are_all_there(tmp_path
         (work / RESUME_FILE).write_bytes(b"state")
         (work / CLOCK_FILE).write_text("{}")
         (work / PARTS_DIR).mkdir()
-        (work / PARTS_DIR / "a.pkl").write_bytes(b"part")
+        (work / PARTS_DIR / "a.pt").write_bytes(b"part")
         mark_finished(work, outputs)
         return work
 
@@ -378,4 +378,4 @@ def test_the_workflow_end_removes_only_work_whose_outputs_are_all_there(tmp_path
     assert sweep_finished(tmp_path) == [ok, other]
     assert not ok.exists() and {p.name for p in other.iterdir()} == {"notes.txt"}
     for kept in (gone, grown, torn):
-        assert (kept / RESUME_FILE).exists() and (kept / PARTS_DIR / "a.pkl").exists() and (kept / FINISHED_FILE).exists()
+        assert (kept / RESUME_FILE).exists() and (kept / PARTS_DIR / "a.pt").exists() and (kept / FINISHED_FILE).exists()

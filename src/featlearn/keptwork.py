@@ -20,6 +20,7 @@ from featlearn.io import atomic_path
 
 RESUME_FILE = "resume.pt"
 PARTS_DIR = "parts"
+PART_SUFFIX = ".pt"  # one kept piece of a job (``featlearn.training.save_part``)
 CLOCK_FILE = "clock.json"
 FINISHED_FILE = "finished.json"
 
@@ -27,7 +28,7 @@ FINISHED_FILE = "finished.json"
 def has_kept_work(work_dir: str | os.PathLike) -> bool:
     """Whether a killed run of a job left work in ``work_dir`` for a rerun to go on from (a checkpoint or parts)."""
     work = Path(work_dir)
-    return (work / RESUME_FILE).is_file() or any((work / PARTS_DIR).glob("*.pkl"))
+    return (work / RESUME_FILE).is_file() or any((work / PARTS_DIR).glob(f"*{PART_SUFFIX}"))
 
 
 def remove_checkpoint(work_dir: str | os.PathLike) -> None:

@@ -552,7 +552,7 @@ def test_a_killed_training_resumes_from_its_checkpoint_and_gives_the_same_tables
     restore = interrupt_after(T, "epoch_batches", 3 * 2)  # killed in the fourth epoch: two seeds draw batches each epoch
     with pytest.raises(KeyboardInterrupt):
         train(work_dir=str(work), checkpoint_seconds=0.0)
-    assert len(list((work / PARTS_DIR).glob("*.pkl"))) == 1
+    assert len(list((work / PARTS_DIR).glob("*.pt"))) == 1
     restore()
     logged = []
     monkeypatch.setattr(T, "_log", lambda label, message: logged.append(message))
@@ -562,7 +562,7 @@ def test_a_killed_training_resumes_from_its_checkpoint_and_gives_the_same_tables
         pd.testing.assert_frame_equal(getattr(resumed, name), getattr(clean, name), check_exact=True)
     for k in clean.params:
         assert torch.equal(resumed.params[k], clean.params[k]), k
-    assert not list((work / PARTS_DIR).glob("*.pkl"))  # outside a compute job: removed at the end
+    assert not list((work / PARTS_DIR).glob("*.pt"))  # outside a compute job: removed at the end
 
 
 def test_training_learns_token_polarity():

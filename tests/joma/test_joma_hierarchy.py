@@ -312,7 +312,7 @@ def test_a_killed_cell_resumes_from_its_kept_state_and_trains_as_an_uninterrupte
     restore = interrupt_after(T1, "_class_counts", 4 * 3)  # three seeds draw their counts each step
     with pytest.raises(KeyboardInterrupt):
         _vectorised(**kw, work_dir=str(work), checkpoint_seconds=0.0)
-    assert len(list((work / PARTS_DIR).glob("*.pkl"))) == 1
+    assert len(list((work / PARTS_DIR).glob("*.pt"))) == 1
     restore()
     capsys.readouterr()
     resumed, logs = _vectorised(**kw, work_dir=str(work), checkpoint_seconds=0.0)
@@ -322,7 +322,7 @@ def test_a_killed_cell_resumes_from_its_kept_state_and_trains_as_an_uninterrupte
     for m, n in zip(clean, resumed):
         for (name, p), q in zip(m.named_parameters(), n.parameters()):
             assert torch.equal(p, q), name
-    assert not list((work / PARTS_DIR).glob("*.pkl"))  # outside a compute job: removed at the end
+    assert not list((work / PARTS_DIR).glob("*.pt"))  # outside a compute job: removed at the end
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -351,7 +351,7 @@ def test_a_resumed_captured_cell_trains_as_an_uninterrupted_captured_one(tmp_pat
     restore = interrupt_after(T1, "_class_counts", 4 * 3)
     with pytest.raises(KeyboardInterrupt):
         _vectorised("cuda", cuda_graphs=True, work_dir=str(work), checkpoint_seconds=0.0)
-    assert len(list((work / PARTS_DIR).glob("*.pkl"))) == 1  # steps 0-3 were kept
+    assert len(list((work / PARTS_DIR).glob("*.pt"))) == 1  # steps 0-3 were kept
     restore()
     resumed, logs = _vectorised("cuda", cuda_graphs=True, work_dir=str(work), checkpoint_seconds=0.0)
     assert torch.allclose(torch.tensor(logs), torch.tensor(clean_logs), rtol=1e-5, atol=1e-6)

@@ -603,6 +603,73 @@ def test_the_environment_runs_the_graph_safe_step_uncaptured_on_a_cpu(monkeypatc
     assert torch.allclose(eager.train_loss, graph_safe.train_loss, rtol=1e-9)
 
 
+@pytest.mark.parametrize("arch,model,graph_safe", [("transformer", TINY, False), ("transformer", TINY, True),
+                                                   ("mlp", {"hidden": 8}, False)])
+def test_a_group_killed_mid_training_resumes_from_its_checkpoint_bit_for_bit(tmp_path, monkeypatch, interrupt_after,
+                                                                              arch, model, graph_safe):
+    """With a resume folder a group keeps its state at the end of an epoch (here after every one): a group killed in
+    its fifth epoch and trained again starts after the fourth and ends with the uninterrupted group's parameters,
+    selection, final values and curves exactly (three runs' shuffles over three minibatches an epoch, frozen scalings,
+    the graph-safe step's device-side count run uncaptured, the MLP's input-major first layer); its seconds count both
+    runs' epochs. The checkpoint stays for the caller (``sweep_frames`` removes it once the group's frames are kept)."""
+    from featlearn.cudagraphs import UNCAPTURED_ENV
+    from featlearn.training import PARTS_DIR
+
+    if graph_safe:
+        monkeypatch.setenv(UNCAPTURED_ENV, "1")
+    variants = ["vanilla", "kq", "kq_vo"] if arch == "transformer" else ["vanilla"] * 3
+    runs = [S.RunSpec(seed, lr, v) for seed, lr, v in zip((1, 2, 3), (1e-2, 3e-2, 1e-1), variants)]
+    group = _group(T.aba_abb(), 12, runs, arch=arch, model=model, epochs=7, batch=5, curve_every=2, dtype=torch.float64,
+                   progress=False, cuda_graphs=graph_safe)
+    clean = S.train_group(group)
+    work, key = tmp_path / "resume", {"group": "test"}
+    restore = interrupt_after(S._Selector, "update", 4)  # evaluated every epoch: killed in the fifth
+    with pytest.raises(KeyboardInterrupt):
+        S.train_group(group, str(work), key, checkpoint_seconds=0.0)
+    assert len(list((work / PARTS_DIR).glob("*.pt"))) == 1
+    restore()
+    logged = []
+    monkeypatch.setattr(S, "_log", logged.append)
+    resumed = S.train_group(group, str(work), key, checkpoint_seconds=0.0)
+    assert logged == [f"resuming: [templates] aba_abb {arch} n=12 R=3 at epoch 4 of 7 from {work}"]
+    for name in ("best_epoch", "val_loss", "test_loss", "test_metric", "train_loss", "final_train_loss", "final_val_loss",
+                 "final_test_metric"):
+        assert torch.equal(getattr(resumed, name), getattr(clean, name)), name
+    for name in clean.params:
+        assert torch.equal(resumed.params[name], clean.params[name]), name
+    assert resumed.curves["epoch"] == clean.curves["epoch"] == [2, 4, 6, 7]
+    for name in ("train_loss", "val_loss", "test_loss", "test_metric"):
+        assert all(torch.equal(a, b) for a, b in zip(resumed.curves[name], clean.curves[name], strict=True)), name
+    assert resumed.seconds > 0
+    assert len(list((work / PARTS_DIR).glob("*.pt"))) == 1  # the last checkpoint, after epoch 6, for the caller
+
+
+def test_a_group_checkpoint_needs_a_key_and_one_of_another_run_identity_is_discarded(tmp_path, monkeypatch,
+                                                                                     interrupt_after):
+    """A resume folder without the group's key is refused (a checkpoint must say what it belongs to). A checkpoint kept
+    under another run identity (other code, inputs or threads) is discarded with a log line and the group trains from
+    its first epoch, to the uninterrupted group's results."""
+    from featlearn.training import IDENTITY_ENV
+
+    group = _group(T.aba_abb(), 12, [S.RunSpec(1, 1e-2)], model=TINY, epochs=5, batch=5, dtype=torch.float64,
+                   progress=False)
+    with pytest.raises(ValueError, match="needs the group's key"):
+        S.train_group(group, str(tmp_path))
+    clean = S.train_group(group)
+    monkeypatch.setenv(IDENTITY_ENV, '{"code": "a"}')
+    restore = interrupt_after(S._Selector, "update", 3)
+    with pytest.raises(KeyboardInterrupt):
+        S.train_group(group, str(tmp_path), {"group": "a"}, checkpoint_seconds=0.0)
+    restore()
+    monkeypatch.setenv(IDENTITY_ENV, '{"code": "b"}')
+    logged = []
+    monkeypatch.setattr(S, "_log", logged.append)
+    again = S.train_group(group, str(tmp_path), {"group": "a"}, checkpoint_seconds=0.0)
+    assert len(logged) == 1 and "written under another run identity; training it again" in logged[0]
+    for name in clean.params:
+        assert torch.equal(again.params[name], clean.params[name]), name
+
+
 def test_the_sync_free_selection_gives_the_host_selection_results(monkeypatch):
     """The GPU's sync-free epochs (selection on the device, the test split evaluated at every evaluation, results read
     once), forced on a CPU, give the host path's results exactly: best epochs, losses, final values and curves. The

@@ -231,26 +231,53 @@ def test_a_killed_sweep_trains_only_its_unfinished_groups_and_writes_the_same_ta
     run_figure("25", TINY, str(clean))
     real, trained = engine.train_group, []
 
-    def dies_at_the_third_group(group):
+    def dies_at_the_third_group(group, *args, **kw):
         if len(trained) == 2:
             raise KeyboardInterrupt  # the job is killed while it trains its third group
         trained.append((group.arch, group.n))
-        return real(group)
+        return real(group, *args, **kw)
 
     monkeypatch.setattr(engine, "train_group", dies_at_the_third_group)
     with pytest.raises(KeyboardInterrupt):
         run_figure("25", TINY, str(resumed), work_dir=str(work))
-    assert not resumed.exists() and len(list((work / PARTS_DIR).glob("*.pkl"))) == 2
+    assert not resumed.exists() and len(list((work / PARTS_DIR).glob("*.pt"))) == 2
 
-    def counted(group):
+    def counted(group, *args, **kw):
         trained.append((group.arch, group.n))
-        return real(group)
+        return real(group, *args, **kw)
 
     trained.clear()
     monkeypatch.setattr(engine, "train_group", counted)
     run_figure("25", TINY, str(resumed), work_dir=str(work))
     assert trained == [("mlp_xxt", 4), ("mlp_xxt", 8)]  # the MLP's two groups were loaded
     assert resumed.read_bytes() == clean.read_bytes()
+
+
+def test_a_sweep_killed_inside_a_group_takes_that_group_up_from_its_checkpoint(tmp_path, one_thread, monkeypatch,
+                                                                                interrupt_after):
+    """A sweep job killed in the middle of its second group (checkpoints after every epoch here) loads its first group,
+    takes the second up from the epoch its checkpoint kept, and writes the uninterrupted table byte for byte; each
+    group's checkpoint goes once its frames are kept, so a finished sweep leaves one part per group."""
+    from featlearn.templates.sweeps import engine
+    from featlearn.training import PARTS_DIR
+
+    clean, resumed, work = tmp_path / "clean.csv", tmp_path / "resumed.csv", tmp_path / "fig25.resume"
+    epochs = 4
+    cfg = {**TINY, "epochs": epochs}
+    run_figure("25", cfg, str(clean))
+    monkeypatch.setattr(engine, "CHECKPOINT_SECONDS", 0.0)
+    restore = interrupt_after(engine._Selector, "update", epochs + 2)  # the first group, then 2 epochs of the second
+    with pytest.raises(KeyboardInterrupt):
+        run_figure("25", cfg, str(resumed), work_dir=str(work))
+    assert not resumed.exists() and len(list((work / PARTS_DIR).glob("*.pt"))) == 2  # group 1, group 2's checkpoint
+    restore()
+    logged = []
+    monkeypatch.setattr(engine, "_log", logged.append)
+    run_figure("25", cfg, str(resumed), work_dir=str(work))
+    assert logged[:2] == ["resuming: [templates] aba_abb mlp n=4 R=1 was finished by an earlier run of this job; loaded",
+                          f"resuming: [templates] aba_abb mlp n=8 R=1 at epoch 2 of {epochs} from {work}"]
+    assert resumed.read_bytes() == clean.read_bytes()
+    assert len(list((work / PARTS_DIR).glob("*.pt"))) == 4  # Fig. 25's four groups, no checkpoint left
 
 
 def test_a_sweep_job_killed_mid_group_resumes_from_its_finished_groups_and_the_workflow_removes_them(tmp_path):
@@ -271,12 +298,12 @@ def test_a_sweep_job_killed_mid_group_resumes_from_its_finished_groups_and_the_w
     with open(log, "w") as fh:
         job = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 240
-        while not list((work / PARTS_DIR).glob("*.pkl")) and job.poll() is None and time.monotonic() < deadline:
+        while not list((work / PARTS_DIR).glob("*.pt")) and job.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
         job.send_signal(signal.SIGKILL)
         job.wait()
     assert job.returncode == -signal.SIGKILL, log.read_text()  # killed, not finished
-    assert not out.exists() and len(list((work / PARTS_DIR).glob("*.pkl"))) == 1
+    assert not out.exists() and len(list((work / PARTS_DIR).glob("*.pt"))) == 1
 
     rerun = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
@@ -294,3 +321,17 @@ def test_a_sweep_job_killed_mid_group_resumes_from_its_finished_groups_and_the_w
     finally:
         torch.set_num_threads(before)
     assert out.read_bytes() == clean.read_bytes()
+
+
+def test_the_group_checkpoint_benchmark_resumes_a_paper_scale_group_bit_for_bit(tmp_path):
+    """``benchmarks/group_checkpoint.py`` on the smallest group of paper-scale Fig. 25 (its MLP at n 8): the group
+    killed after two epochs and resumed ends as the uninterrupted one, and the script says so and exits 0."""
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FEATLEARN_")}
+    env["PYTHONPATH"] = str(root / "src")
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "group_checkpoint.py"), "--n", "8", "--epochs", "4",
+                           "--kill-after", "2"], capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Fig. 25 mlp n=8: 20 runs, 1 step an epoch, 4 epochs" in done.stdout
+    assert "resumed (set-up, load, 2 epochs)" in done.stdout
+    assert done.stdout.rstrip().endswith("resumed equals uninterrupted bit for bit: True")

@@ -67,7 +67,8 @@ def _max(values):
 
 
 # a job that resumed logs a line whose message starts with "resuming", after its tag if it has one (a language
-# model's "[lm fig7_1layer] resuming at step ...", featlearn.training; a templates sweep's finished groups)
+# model's "[lm fig7_1layer] resuming at step ...", featlearn.training; a templates sweep's finished groups and
+# its group in progress, featlearn.templates.sweeps.engine)
 RESUMED_LINE = re.compile(r"^(\[[^\]]*\] )?resuming\b")
 
 

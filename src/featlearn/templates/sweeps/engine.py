@@ -293,6 +293,19 @@ class _Selector:
             for k, v in vals.items():
                 self.curves[k].append(v)
 
+    def state(self) -> dict:
+        """Everything the selection has seen, on the CPU (a group's checkpoint, :func:`train_group`)."""
+        keys = ("best_val", "best_epoch", "test_loss", "test_metric", "train_loss")
+        return {**{k: getattr(self, k).cpu() for k in keys}, "last": {k: v.cpu() for k, v in self.last.items()},
+                "curves": {k: v if k == "epoch" else [t.cpu() for t in v] for k, v in self.curves.items()}}
+
+    def load(self, state: dict) -> None:
+        """Take up the selection where :meth:`state` left it."""
+        for k in ("best_val", "best_epoch", "test_loss", "test_metric", "train_loss"):
+            setattr(self, k, state[k].to(self.device))
+        self.last = {k: v.to(self.device) for k, v in state["last"].items()}
+        self.curves = {k: list(v) if k == "epoch" else [t.to(self.device) for t in v] for k, v in state["curves"].items()}
+
     def result(self, params, seconds) -> GroupResult:
         cpu = {k: getattr(self, k).cpu() for k in ("best_val", "best_epoch", "test_loss", "test_metric", "train_loss")}
         last = {k: v.cpu() for k, v in self.last.items()}
@@ -341,10 +354,34 @@ def denormals_flushed(on: bool):
         torch.set_flush_denormal(False)
 
 
-def train_group(group: Group) -> GroupResult:
-    """Train the group's runs together; returns per-run results (see ``GroupResult``)."""
+# Wall seconds of training between two checkpoints of a group (``train_group`` with a resume folder), as the features
+# classifiers and JoMA Table 1 keep theirs: a killed job loses at most about this much of a group.
+CHECKPOINT_SECONDS = 600.0
+
+
+def checkpoint_key(key: dict) -> dict:
+    """The key under which a group identified by ``key`` keeps its checkpoint in a resume folder (apart from the key of
+    its finished frames, ``sweep_frames``)."""
+    return {"templates group checkpoint": key}
+
+
+def train_group(group: Group, work_dir: str | None = None, key: dict | None = None,
+                checkpoint_seconds: float | None = None) -> GroupResult:
+    """Train the group's runs together; returns per-run results (see ``GroupResult``).
+
+    With ``work_dir`` (a compute job's resume folder) and ``key`` (a JSON-able dict of everything the group depends on)
+    the group keeps a checkpoint there at the end of an epoch once ``checkpoint_seconds`` (None: ``CHECKPOINT_SECONDS``)
+    have passed since the last one
+    (``featlearn.training.save_part`` under :func:`checkpoint_key`: the stacked parameters, Adam's moments and step
+    count, the runs' shuffle generators, the selection so far and the seconds trained), and a rerun of a killed job
+    starts after the epoch it saved: on the CPU its results equal an uninterrupted run's bit for bit, and its
+    ``seconds`` count the trained epochs of both runs. A paper-scale group trains for hours (templates Fig. 25's n 8,192
+    MLP group: about 6 h on one CPU core; grid 3c's groups on a GPU for longer), more than a scheduler's time limit may
+    allow. The caller removes the checkpoint once it has kept the group's results (``sweep_frames``)."""
+    if work_dir and key is None:
+        raise ValueError("a group's checkpoint in a resume folder needs the group's key")
     with denormals_flushed(group.flush_denormal and torch.device(group.device).type == "cpu"):
-        return _train_group(group)
+        return _train_group(group, work_dir, key, CHECKPOINT_SECONDS if checkpoint_seconds is None else checkpoint_seconds)
 
 
 def _stacked_layout(arch: str, name: str, p: torch.Tensor) -> torch.Tensor:
@@ -358,7 +395,9 @@ def _stacked_layout(arch: str, name: str, p: torch.Tensor) -> torch.Tensor:
     return p
 
 
-def _train_group(group: Group) -> GroupResult:
+def _train_group(group: Group, work_dir: str | None, key: dict | None, checkpoint_seconds: float) -> GroupResult:
+    from featlearn.training import load_part, save_part
+
     dev, R, kind = torch.device(group.device), len(group.runs), group.task.kind
     datas = group_data(group)
     V = datas[0].vocab.size
@@ -417,8 +456,25 @@ def _train_group(group: Group) -> GroupResult:
             _graph_step(batched_loss, params, trained, state, masks, lr, t_dev, X, Y, idx, k, n, train_buf, scratch)
 
         graphed = GraphedSteps(step_fn) if captured(group.cuda_graphs, dev) else step_fn
-    start = time.perf_counter()
-    for epoch in range(1, group.epochs + 1):
+    first, earlier_s = 0, 0.0
+    saved = load_part(work_dir, checkpoint_key(key), log=_log) if work_dir else None
+    if saved is not None:  # a killed run of this job kept the group after epoch ``first``: go on from there
+        first, step, earlier_s = saved["epoch"], saved["step"], saved["seconds"]
+        with torch.no_grad():
+            for name, p in params.items():
+                p.copy_(saved["params"][name])
+            for name, (m, v) in state.items():
+                m.copy_(saved["state"][name][0])
+                v.copy_(saved["state"][name][1])
+        for gen, gen_state in zip(gens, saved["gens"], strict=True):
+            gen.set_state(gen_state)
+        if graphed is not None:
+            t_dev.fill_(saved["t"])
+        sel.load(saved["selector"])
+        _log(f"resuming: [templates] {group.task.name} {group.arch} n={n} R={R} at epoch {first} of {group.epochs} "
+             f"from {work_dir}")
+    start = saved_at = time.perf_counter()
+    for epoch in range(first + 1, group.epochs + 1):
         if nb > 1:
             perm = torch.stack([torch.randperm(n, generator=g) for g in gens])
             if no_sync and dev.type == "cuda":  # a fresh pinned buffer each epoch: the copy need not be waited for
@@ -462,9 +518,17 @@ def _train_group(group: Group) -> GroupResult:
                 file=sys.stderr,
                 flush=True,
             )
+        if work_dir and epoch < group.epochs and time.perf_counter() - saved_at >= checkpoint_seconds:
+            save_part(work_dir, checkpoint_key(key), {
+                "epoch": epoch, "step": step, "t": float(t_dev) if graphed is not None else None,
+                "seconds": earlier_s + time.perf_counter() - start,
+                "params": {name: p.detach().cpu() for name, p in params.items()},
+                "state": {name: (m.cpu(), v.cpu()) for name, (m, v) in state.items()},
+                "gens": [g.get_state() for g in gens], "selector": sel.state()})
+            saved_at = time.perf_counter()
     if dev.type == "cuda":
         torch.cuda.synchronize()
-    seconds = time.perf_counter() - start
+    seconds = earlier_s + time.perf_counter() - start
     return sel.result({name: p.detach() for name, p in params.items()}, seconds)
 
 
@@ -779,8 +843,9 @@ def sweep_frames(settings: dict, work_dir: str | None = None) -> tuple[pd.DataFr
     (``featlearn.training.save_part``, keyed by the settings, the group's n and its runs), and a group kept by an
     earlier, killed run of the same job under the same run identity is loaded instead of trained: groups share
     nothing (each run's data, init and shuffles come from its own seed), so the tables equal an uninterrupted
-    run's."""
-    from featlearn.training import load_part, save_part
+    run's. The group being trained when the job was killed takes up from its last checkpoint (``train_group``: one
+    every ``CHECKPOINT_SECONDS`` of its training), which goes once its frames are kept."""
+    from featlearn.training import load_part, remove_part, save_part
 
     rows, curves = [], []
     for group in expand_groups(settings):
@@ -790,10 +855,11 @@ def sweep_frames(settings: dict, work_dir: str | None = None) -> tuple[pd.DataFr
             _log(f"resuming: [templates] {group.task.name} {group.arch} n={group.n} R={len(group.runs)} was finished "
                  "by an earlier run of this job; loaded")
         else:
-            res = train_group(group)
+            res = train_group(group, work_dir, key)
             frames = (_group_frame(group, res), _curve_frame(group, res))
             if work_dir:
                 save_part(work_dir, key, frames)
+                remove_part(work_dir, checkpoint_key(key))  # the finished frames stand for the group now
         rows.append(frames[0])
         curves.append(frames[1])
     return pd.concat(rows, ignore_index=True), pd.concat(curves, ignore_index=True)
