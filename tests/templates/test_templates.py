@@ -712,6 +712,27 @@ def test_cuda_graphs_train_as_the_eager_step_does():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_resumed_captured_group_trains_as_an_uninterrupted_captured_one(tmp_path, interrupt_after):
+    """On a GPU, with the step captured: a group killed in its fifth epoch and resumed (its parameters, moments and
+    device-side step count loaded before the capture) ends as the uninterrupted captured group, up to float rounding
+    (the sync-free selection on the device, its state copied to the host and back)."""
+    runs = [S.RunSpec(1, 1e-2, "vanilla"), S.RunSpec(2, 3e-3, "kq"), S.RunSpec(3, 2e-2, "kq_vo")]
+    group = _group(T.aba_abb(), 12, runs, model=TINY, epochs=7, batch=5, curve_every=2, dtype=torch.float64,
+                   device="cuda", progress=False, cuda_graphs=True)
+    clean = S.train_group(group)
+    work, key = tmp_path / "resume", {"group": "cuda"}
+    restore = interrupt_after(S._Selector, "update", 4)
+    with pytest.raises(KeyboardInterrupt):
+        S.train_group(group, str(work), key, checkpoint_seconds=0.0)
+    restore()
+    resumed = S.train_group(group, str(work), key, checkpoint_seconds=0.0)
+    assert torch.equal(clean.best_epoch, resumed.best_epoch)
+    for name in clean.params:
+        assert torch.allclose(clean.params[name], resumed.params[name], rtol=1e-9, atol=1e-12), name
+    assert clean.curves["epoch"] == resumed.curves["epoch"] == [2, 4, 6, 7]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_a_wide_last_query_group_trains_without_per_sample_weights_on_a_gpu():
     """On a GPU: a copy-task group (its last layer attends from the last position only) of 2 runs at d_emb 1024 and
     batch 1024 trains in under 4 GiB (its memory formula: 0.22 GiB a run). A vmap'ed linear map of the strided
