@@ -756,9 +756,10 @@ def test_a_memory_budget_splits_groups_of_wide_models():
     plain = S.expand_groups(settings)
     assert [len(g.runs) for g in plain] == [12, 12]
     wide = S.expand_groups({**settings, "n": [512]})[0]
-    per_run = S.run_memory_bytes(wide, S.group_vocab(wide))
-    assert per_run == 4 * (6 * sum(p.numel() for p in S.init_model(wide, wide.runs[0], S.group_vocab(wide), wide.structure)
-                                   .parameters()) + 8 * 512 * wide.task.length * 64)
+    vocab = S.group_vocab(wide)
+    per_run = S.run_memory_bytes(wide, vocab)
+    params = sum(p.numel() for p in S.init_model(wide, wide.runs[0], vocab, wide.structure).parameters())
+    assert per_run == 4 * (6 * params + 8 * 512 * wide.task.length * 64 + 4 * 512)  # a regression: one output
     budget = 5.5 * per_run / 2**30  # room for 5 runs of n = 512
     split = S.expand_groups({**settings, "max_group_gb": budget})
     sizes = {n: [len(g.runs) for g in split if g.n == n] for n in (8, 512)}
@@ -768,6 +769,23 @@ def test_a_memory_budget_splits_groups_of_wide_models():
     assert all(len(g.runs) * S.run_memory_bytes(g, S.group_vocab(g)) <= budget * 2**30 for g in split)
     with pytest.raises(ValueError, match="needs .* GiB by the memory formula, more than max_group_gb"):
         S.expand_groups({**settings, "max_group_gb": 0.5 * per_run / 2**30})
+
+
+def test_the_memory_formula_counts_a_next_token_tasks_logits_and_a_regressions_one_output():
+    """The run memory formula's output term: 4 x samples x outputs floats, outputs the vocabulary for a next-token task
+    (a paper-scale grid 3c run at n 262,144: 4 GiB of its 8.2, which its width leaves out: benchmarks/group_memory.py
+    measured 8.0 GiB) and one number for a regression."""
+    wide = _group(T.program_next_token(), 262144, [S.RunSpec(1, 1e-3)], model={**TINY, "d_emb": 512, "depth": 4,
+                                                                              "heads": 16, "d_head": 64, "d_mlp": 256},
+                  epochs=1)
+    vocab = S.group_vocab(wide)
+    size = S.model_size(wide, vocab)
+    logits = 4 * 4 * 1024 * vocab
+    assert S.run_memory_bytes(wide, vocab) == 4 * (6 * size.parameters + 8 * 1024 * wide.task.length * size.width) + logits
+    assert 8.1 < S.run_memory_bytes(wide, vocab) / 2**30 < 8.3 and 3.9 < logits / 2**30 < 4.1
+    reg = _group(T.program_regression(), 64, [S.RunSpec(1, 1e-3)], model=TINY, epochs=1)
+    v, size = S.group_vocab(reg), S.model_size(reg, S.group_vocab(reg))
+    assert S.run_memory_bytes(reg, v) == 4 * (6 * size.parameters + 8 * 64 * reg.task.length * size.width + 4 * 64)
 
 
 def test_the_sweep_settings_carry_a_memory_budget_only_where_the_config_sets_one(repo):

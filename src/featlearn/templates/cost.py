@@ -47,9 +47,9 @@ def groups_cost(node: Node, curves: list) -> Cost:
     of the task's positions [D: upper bound for a readout on the last position only]; the MLPs' one-hot first
     layer counts hidden x inputs, as it is computed); parameters updated per step = R x P (Adam's dense update, the
     cost that grows with the vocabulary; P at the vocabulary of the n the group is probed at, :func:`probe_n`);
-    memory = 4 B x R (6 P + 8 samples x positions x width),
-    width the widest layer's output (:func:`featlearn.templates.sweeps.engine.run_memory_bytes`, which also caps a
-    group's runs where ``max_group_gb`` is set)."""
+    memory = 4 B x R (6 P + 8 samples x positions x width + 4 samples x outputs), width the widest layer's output,
+    outputs the vocabulary of a next-token task (its logits) or 1 (:func:`featlearn.templates.sweeps.engine.run_memory_bytes`,
+    which also caps a group's runs where ``max_group_gb`` is set)."""
     from featlearn.templates.sweeps.engine import expand_groups, group_vocab, model_size, run_memory_bytes
 
     parts = []
@@ -79,7 +79,7 @@ def groups_cost(node: Node, curves: list) -> Cost:
                               updates_per_step=R * model_size(g, probe_vocab(g)).parameters))
     return Cost(parts, 0.0, "evaluation (validation + test, every epoch) is inside the timed probe epochs",
                 "FLOPs = 6 P_ne x samples x positions x R per step (MLP: 6 P_ne x samples x R, first layer hidden x inputs); "
-                "parameters updated = R x P per step; memory = 4 B x R (6P + 8 samples x positions x width) [D]",
+                "parameters updated = R x P per step; memory = 4 B x R (6P + 8 samples x positions x width + 4 samples x outputs) [D]",
                 f"{len(parts)} groups")
 
 

@@ -45,6 +45,12 @@ from torch import nn
 ARCHS = ("transformer", "mlp", "mlp_xxt", "rnn", "lstm")
 
 
+# Whether the last query's slice is copied to contiguous memory before its linear maps (``attention``): None, on a
+# GPU only (the engine's tables on a CPU stay as they were); True forces the copy on a CPU too, to measure the GPU's
+# path there (``benchmarks/group_memory.py``).
+LAST_QUERY_COPY: bool | None = None
+
+
 class IdentityScaledAttention(nn.Module):
     """Multi-head attention with optional per-head trainable identity scalings a_h (KQ) and b_h (VO)."""
 
@@ -79,7 +85,7 @@ class IdentityScaledAttention(nn.Module):
         """Attention weights A [B, H, T, T] of the LN'd input x [B, T, d]; with ``last_query`` only the
         last position's row, [B, H, 1, T]."""
         xq = x[:, -1:] if last_query else x
-        if last_query and xq.is_cuda:
+        if last_query and (xq.is_cuda if LAST_QUERY_COPY is None else LAST_QUERY_COPY):
             # Under vmap (the sweep engine), a linear map of this strided slice with per-run weights takes a slow
             # path that materialises the weights per sample: 10x the time at d_emb 64 and 100x at 2048 (one CPU
             # core, 2 runs, batch 1024), 32 GiB at d_emb 4096, and out of memory on a 141 GB GPU in the paper

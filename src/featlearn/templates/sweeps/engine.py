@@ -224,11 +224,17 @@ def _model_size(arch: str, vocab_size: int, length: int, kind: str, cfg_json: st
 
 def run_memory_bytes(group: Group, vocab_size: int) -> int:
     """The memory formula of one run of ``group`` (the estimate's, ``featlearn.templates.cost``): 4 B x (6 P + 8 x
-    samples x positions x width), P the parameters of one run's model (6 P: the parameters, their gradient, Adam's
-    two moments and the update's two buffers, ``_adam_update``), samples a minibatch (at most n), width the widest
-    layer's output (:func:`model_size`)."""
+    samples x positions x width + 4 x samples x outputs), P the parameters of one run's model (6 P: the parameters,
+    their gradient, Adam's two moments and the update's two buffers, ``_adam_update``), samples a minibatch (at most
+    n), width the widest layer's output (:func:`model_size`), outputs a sample's outputs (the vocabulary for a
+    next-token task, else 1; 4 x: the logits, their log-softmax and the gradients of both). The last term is the
+    transformer's tied logits, which the width leaves out: measured on a CPU, vmapped as on a GPU, a paper-scale grid
+    3c run (n 262,144, a vocabulary of 262,354) held 8.0 GiB, 4.2 by the formula without it and 8.2 with it
+    (``benchmarks/group_memory.py``, docs/performance.md)."""
     size = model_size(group, vocab_size)
-    return 4 * (6 * size.parameters + 8 * min(group.n, group.batch) * group.task.length * size.width)
+    samples = min(group.n, group.batch)
+    outputs = vocab_size if group.task.kind == "next_token" else 1
+    return 4 * (6 * size.parameters + 8 * samples * group.task.length * size.width + 4 * samples * outputs)
 
 
 def group_vocab(group: Group) -> int:
