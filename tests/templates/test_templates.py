@@ -797,6 +797,30 @@ def test_the_sweep_settings_carry_a_memory_budget_only_where_the_config_sets_one
     assert all(s["max_group_gb"] == 40.0 for _, s in figure_curves("5", {**cfg, "max_group_gb": 40}))
 
 
+def test_the_paper_configs_memory_budget_fits_every_group_and_the_gpu_profiles_card(repo):
+    """config/paper.yaml's max_group_gb: every paper-scale group of grids 3c and 5 (the widest models and the largest
+    vocabulary) is within it by the run memory formula, grid 3c's n 262,144 is split (40 runs of 8.2 GiB would need
+    330 GiB), and a group at the budget declares a gpu_mem_mb (800 MB + 2 x its formula, without a measured CUDA
+    peak) that profiles/gpu's cap for one 80 GB card admits."""
+    import yaml
+
+    from featlearn.pipeline.estimate import merged_config
+    from featlearn.pipeline.sizing import estimated_limits
+    from featlearn.templates.sweeps.experiments import figure_curves
+
+    cfg = merged_config([str(repo / "config" / "paper.yaml")], repo / "config")["templates"]["sweeps"]
+    budget = float(cfg["max_group_gb"])
+    for fig in ("3c", "5"):
+        for _, settings in figure_curves(fig, cfg):
+            for g in S.expand_groups({**settings, "progress": False}):
+                if g.n in (2048, 262144):
+                    assert len(g.runs) * S.run_memory_bytes(g, S.group_vocab(g)) <= budget * 2**30, (fig, g.n)
+                    if g.n == 262144:
+                        assert len(g.runs) < 40
+    cap = yaml.safe_load((repo / "profiles" / "gpu" / "config.yaml").read_text())["resources"]["gpu_mem_mb"]
+    assert estimated_limits(None, budget * 2**30, gpu=True)["gpu_mem_mb"] <= cap <= 80_000
+
+
 def test_denormals_are_flushed_inside_the_block_only():
     """``denormals_flushed(True)``: a float32 denormal (1e-39) reads as zero inside the block and as itself after it;
     ``denormals_flushed(False)`` changes nothing."""

@@ -79,7 +79,8 @@ def groups_cost(node: Node, curves: list) -> Cost:
                               updates_per_step=R * model_size(g, probe_vocab(g)).parameters))
     return Cost(parts, 0.0, "evaluation (validation + test, every epoch) is inside the timed probe epochs",
                 "FLOPs = 6 P_ne x samples x positions x R per step (MLP: 6 P_ne x samples x R, first layer hidden x inputs); "
-                "parameters updated = R x P per step; memory = 4 B x R (6P + 8 samples x positions x width + 4 samples x outputs) [D]",
+                "parameters updated = R x P per step; "
+                "memory = 4 B x R (6P + 8 samples x positions x width + 4 samples x outputs) [D]",
                 f"{len(parts)} groups")
 
 
