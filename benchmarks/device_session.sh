@@ -15,6 +15,8 @@
 #   4. the paper estimate, every job a time (probes at most --max-probes-per-job per job, the rest interpolated);
 #   5. the paper-scale T5 engine group (Fig. 22's type, 64 runs at n = 8192) with CUDA graphs, against one run
 #      at a time;
+#   5b. the CUDA peaks of the paper config's largest templates groups against the run memory formula
+#      (benchmarks/group_memory.py);
 #   6. the default estimate with the switches off, then on (benchmarks/device/cuda_graphs.yaml), 30 timed steps
 #      per probe;
 #   7. the estimate reports again from the probe cache (--no-probe), so a step cut short still leaves its tables.
@@ -88,6 +90,13 @@ T5='{"task": {"name": "aba_abb"}, "arch": "transformer", "batch": 1024, "eval_ev
 "sequential_runs": 1, "device": "'"$DEVICE"'", "cuda_graphs": true, "model": {"d_emb": 128, "depth": 2, "heads": 16,
 "d_head": 64, "d_mlp": 256}, "n": [8192], "runs": 64, "epochs": 3}'
 run_step t5_engine_graphs 50 python3 -m featlearn templates-bench --settings "$T5" --threads 4 --out "$WORK/t5_engine_graphs.json"
+
+# 5b. the CUDA peaks of the paper config's largest templates groups against the run memory formula (its
+# max_group_gb: grid 3c's groups of n 262,144 hold 4 runs; Fig. 5 at d_emb 4096 holds 20)
+run_step group_memory_3c 35 python3 benchmarks/group_memory.py --device "$DEVICE" --fig 3c --n 262144 --runs 4 \
+    --out "$WORK/group_memory_3c.json"
+run_step group_memory_5 25 python3 benchmarks/group_memory.py --device "$DEVICE" --fig 5 --n 2048 --d-emb 4096 --runs 20 \
+    --out "$WORK/group_memory_5.json"
 
 # 6. the default estimate, switches off then on (the probes cached apart)
 GRAPHS=(--configfile benchmarks/device/cuda_graphs.yaml)

@@ -2,10 +2,13 @@
 (``featlearn.templates.sweeps.engine.run_memory_bytes``), on a CPU along the GPU's path: the runs vmapped, the
 last query copied to contiguous memory (``featlearn.templates.models.LAST_QUERY_COPY``). The peak is the process's
 largest resident set above its size before the group is built, so it counts the group's data, parameters, Adam's
-state and the steps' tensors; run it at two numbers of runs and the difference is one run's memory.
+state and the steps' tensors; run it at two numbers of runs and the difference is one run's memory. With
+``--device cuda`` the group trains on the GPU and the peak is PyTorch's (``torch.cuda.max_memory_allocated``, and
+the caching allocator's reserved peak beside it).
 
     python benchmarks/group_memory.py --fig 3c --n 262144 --runs 1 2
     python benchmarks/group_memory.py --fig 5 --n 2048 --d-emb 4096 --runs 1 2
+    python benchmarks/group_memory.py --device cuda --fig 3c --n 262144 --runs 4   # paper.yaml's split, on a card
 
 Measured on a 2-core AMD EPYC (2026-12-02), 2 threads, 2 steps each, one process per size:
 
@@ -30,7 +33,7 @@ import psutil
 import torch
 
 
-def measure(fig: str, n: int, runs: int, steps: int, d_emb: int | None, threads: int) -> dict:
+def measure(fig: str, n: int, runs: int, steps: int, d_emb: int | None, threads: int, device: str = "cpu") -> dict:
     """One group's peak, in this process (call it in a fresh one: the resident set's peak only grows)."""
     from featlearn.lm_bench import load_config
     from featlearn.templates import models
@@ -38,14 +41,16 @@ def measure(fig: str, n: int, runs: int, steps: int, d_emb: int | None, threads:
     from featlearn.templates.sweeps.experiments import figure_curves
 
     torch.set_num_threads(threads)
-    models.LAST_QUERY_COPY = True
+    cuda = device == "cuda"
+    if not cuda:
+        models.LAST_QUERY_COPY = True  # a GPU copies it anyway
     curves = [s for _, s in figure_curves(fig, load_config("paper")["templates"]["sweeps"])]
     if d_emb is not None:
         curves = [s for s in curves if s["model"].get("d_emb") == d_emb]
     groups = [g for s in curves[:1] for g in S.expand_groups({**s, "progress": False}) if g.n == n]
     if not groups:
         raise SystemExit(f"no group of Fig. {fig} at n = {n}" + (f", d_emb {d_emb}" if d_emb else ""))
-    group = dataclasses.replace(groups[0], runs=groups[0].runs[:runs], looped=False)
+    group = dataclasses.replace(groups[0], runs=groups[0].runs[:runs], looped=False, device=device)
     vocab = S.group_vocab(group)
     real, done = S._adam_step, []
 
@@ -57,14 +62,20 @@ def measure(fig: str, n: int, runs: int, steps: int, d_emb: int | None, threads:
 
     S._adam_step = counted
     start = psutil.Process().memory_info().rss
+    if cuda:
+        torch.cuda.init()
+        torch.cuda.reset_peak_memory_stats()
+        start = torch.cuda.memory_allocated()
     try:
         S.train_group(group)
     except KeyboardInterrupt:
         pass
     finally:
         S._adam_step = real
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+    peak = torch.cuda.max_memory_allocated() if cuda else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return {"task": group.task.name, "model": group.model, "n": n, "runs": runs, "vocab": vocab, "steps": len(done),
+            "device": torch.cuda.get_device_name() if cuda else "cpu",
+            "reserved_gib": torch.cuda.max_memory_reserved() / 2**30 if cuda else None,
             "peak_gib": (peak - start) / 2**30, "formula_gib": runs * S.run_memory_bytes(group, vocab) / 2**30}
 
 
@@ -76,15 +87,17 @@ def main() -> None:
     ap.add_argument("--runs", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--out", default=None, help="also write the rows as JSON here")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # the measuring child process
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(measure(args.fig, args.n, args.runs[0], args.steps, args.d_emb, args.threads)))
+        print(json.dumps(measure(args.fig, args.n, args.runs[0], args.steps, args.d_emb, args.threads, args.device)))
         return
     rows = []
     for runs in args.runs:
         cmd = [sys.executable, __file__, "--one", "--fig", args.fig, "--n", str(args.n), "--runs", str(runs),
-               "--steps", str(args.steps), "--threads", str(args.threads)]
+               "--steps", str(args.steps), "--threads", str(args.threads), "--device", args.device]
         if args.d_emb is not None:
             cmd += ["--d-emb", str(args.d_emb)]
         done = subprocess.run(cmd, capture_output=True, text=True)
@@ -92,9 +105,13 @@ def main() -> None:
             raise SystemExit(done.stderr)
         row = json.loads(done.stdout.strip().splitlines()[-1])
         rows.append(row)
-        print(f"Fig. {args.fig} {row['task']} n={row['n']} {row['model']} R={runs} (vocabulary {row['vocab']}): peak "
-              f"{row['peak_gib']:.2f} GiB above start, formula {row['formula_gib']:.2f} GiB "
-              f"(ratio {row['peak_gib'] / row['formula_gib']:.2f})", flush=True)
+        reserved = f", {row['reserved_gib']:.2f} GiB reserved" if row["reserved_gib"] is not None else ""
+        print(f"Fig. {args.fig} {row['task']} n={row['n']} {row['model']} R={runs} (vocabulary {row['vocab']}, "
+              f"{row['device']}): peak {row['peak_gib']:.2f} GiB above start{reserved}, formula "
+              f"{row['formula_gib']:.2f} GiB (ratio {row['peak_gib'] / row['formula_gib']:.2f})", flush=True)
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(rows, fh, indent=1)
     if len(rows) >= 2:
         a, b = rows[0], rows[-1]
         per_run = (b["peak_gib"] - a["peak_gib"]) / (b["runs"] - a["runs"])
