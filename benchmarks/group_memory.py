@@ -52,6 +52,11 @@ def measure(fig: str, n: int, runs: int, steps: int, d_emb: int | None, threads:
         raise SystemExit(f"no group of Fig. {fig} at n = {n}" + (f", d_emb {d_emb}" if d_emb else ""))
     group = dataclasses.replace(groups[0], runs=groups[0].runs[:runs], looped=False, device=device)
     vocab = S.group_vocab(group)
+    formula = runs * S.run_memory_bytes(group, vocab)
+    free = torch.cuda.mem_get_info()[0] if cuda else psutil.virtual_memory().available
+    if formula > 0.8 * free:
+        raise SystemExit(f"{runs} runs need about {formula / 2**30:.1f} GiB by the formula; this {device} has "
+                         f"{free / 2**30:.1f} GiB free: measure fewer runs")
     real, done = S._adam_step, []
 
     def counted(*args, **kwargs):
@@ -76,7 +81,7 @@ def measure(fig: str, n: int, runs: int, steps: int, d_emb: int | None, threads:
     return {"task": group.task.name, "model": group.model, "n": n, "runs": runs, "vocab": vocab, "steps": len(done),
             "device": torch.cuda.get_device_name() if cuda else "cpu",
             "reserved_gib": torch.cuda.max_memory_reserved() / 2**30 if cuda else None,
-            "peak_gib": (peak - start) / 2**30, "formula_gib": runs * S.run_memory_bytes(group, vocab) / 2**30}
+            "peak_gib": (peak - start) / 2**30, "formula_gib": formula / 2**30}
 
 
 def main() -> None:
