@@ -50,7 +50,10 @@ def measure(fig: str, n: int, runs: int, steps: int, d_emb: int | None, threads:
     groups = [g for s in curves[:1] for g in S.expand_groups({**s, "progress": False}) if g.n == n]
     if not groups:
         raise SystemExit(f"no group of Fig. {fig} at n = {n}" + (f", d_emb {d_emb}" if d_emb else ""))
-    group = dataclasses.replace(groups[0], runs=groups[0].runs[:runs], looped=False, device=device)
+    every = [r for g in groups for r in g.runs]  # the runs of n across the groups max_group_gb splits them into
+    if runs > len(every):
+        raise SystemExit(f"Fig. {fig} has {len(every)} runs at n = {n}, not {runs}")
+    group = dataclasses.replace(groups[0], runs=every[:runs], looped=False, device=device)
     vocab = S.group_vocab(group)
     formula = runs * S.run_memory_bytes(group, vocab)
     free = torch.cuda.mem_get_info()[0] if cuda else psutil.virtual_memory().available

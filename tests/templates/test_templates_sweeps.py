@@ -335,3 +335,24 @@ def test_the_group_checkpoint_benchmark_resumes_a_paper_scale_group_bit_for_bit(
     assert "Fig. 25 mlp n=8: 20 runs, 1 step an epoch, 4 epochs" in done.stdout
     assert "resumed (set-up, load, 2 epochs)" in done.stdout
     assert done.stdout.rstrip().endswith("resumed equals uninterrupted bit for bit: True")
+
+
+def test_the_group_memory_benchmark_measures_a_peak_per_size_and_refuses_what_cannot_fit(tmp_path):
+    """``benchmarks/group_memory.py`` on a small paper-scale Fig. 5 group (copy, d_emb 64, n 64) at 1 and 2 runs: a
+    positive peak and the formula for each, written as JSON; grid 3c's 40 runs of n 262,144 (330 GiB by the formula)
+    are refused before anything is built."""
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FEATLEARN_")}
+    env["PYTHONPATH"] = str(root / "src")
+    script, out = str(root / "benchmarks" / "group_memory.py"), tmp_path / "rows.json"
+    done = subprocess.run([sys.executable, script, "--fig", "5", "--n", "64", "--d-emb", "64", "--runs", "1", "2",
+                           "--threads", "1", "--out", str(out)], capture_output=True, text=True, env=env, cwd=root,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(out.read_text())
+    assert [r["runs"] for r in rows] == [1, 2] and all(r["peak_gib"] > 0 and r["device"] == "cpu" for r in rows)
+    assert rows[1]["formula_gib"] == pytest.approx(2 * rows[0]["formula_gib"])
+    assert "one run:" in done.stdout
+    refused = subprocess.run([sys.executable, script, "--fig", "3c", "--n", "262144", "--runs", "40"],
+                             capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    assert refused.returncode != 0 and "40 runs need about 328" in refused.stderr and "measure fewer runs" in refused.stderr
