@@ -299,23 +299,23 @@ class _Selector:
             for k, v in vals.items():
                 self.curves[k].append(v)
 
+    BEST = ("best_val", "best_epoch", "test_loss", "test_metric", "train_loss")  # the values at each run's best epoch
+
     def state(self) -> dict:
-        """Everything the selection has seen, on the CPU (a group's checkpoint, :func:`train_group`)."""
-        keys = ("best_val", "best_epoch", "test_loss", "test_metric", "train_loss")
-        return {**{k: getattr(self, k).cpu() for k in keys}, "last": {k: v.cpu() for k, v in self.last.items()},
+        """Everything the selection has seen, on the CPU (:meth:`result`, and a group's checkpoint: :func:`train_group`)."""
+        return {**{k: getattr(self, k).cpu() for k in self.BEST}, "last": {k: v.cpu() for k, v in self.last.items()},
                 "curves": {k: v if k == "epoch" else [t.cpu() for t in v] for k, v in self.curves.items()}}
 
     def load(self, state: dict) -> None:
         """Take up the selection where :meth:`state` left it."""
-        for k in ("best_val", "best_epoch", "test_loss", "test_metric", "train_loss"):
+        for k in self.BEST:
             setattr(self, k, state[k].to(self.device))
         self.last = {k: v.to(self.device) for k, v in state["last"].items()}
         self.curves = {k: list(v) if k == "epoch" else [t.to(self.device) for t in v] for k, v in state["curves"].items()}
 
     def result(self, params, seconds) -> GroupResult:
-        cpu = {k: getattr(self, k).cpu() for k in ("best_val", "best_epoch", "test_loss", "test_metric", "train_loss")}
-        last = {k: v.cpu() for k, v in self.last.items()}
-        curves = {k: v if k == "epoch" else [t.cpu() for t in v] for k, v in self.curves.items()}
+        cpu = self.state()
+        last, curves = cpu["last"], cpu["curves"]
         best_val = torch.where(cpu["best_epoch"] >= 0, cpu["best_val"], torch.tensor(math.nan, dtype=torch.float64))
         return GroupResult(
             cpu["best_epoch"],
