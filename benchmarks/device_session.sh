@@ -12,7 +12,8 @@
 #   2. the CUDA-only tests: captured steps equal the eager ones, a resumed captured run equals an uninterrupted one;
 #   3. the templates sweep step with CUDA graphs off and on, steady state (benchmarks/sweep_step.py), and the
 #      last-query attention's vmap path (benchmarks/vmap_last_query.py);
-#   4. the paper estimate, every job a time (probes at most --max-probes-per-job per job, the rest interpolated);
+#   4. the paper estimate, every job a time (probes at most --max-probes-per-job per job, the rest interpolated;
+#      breadth first within --probe-budget, so that the step ends by itself and writes its report);
 #   5. the paper-scale T5 engine group (Fig. 22's type, 64 runs at n = 8192) with CUDA graphs, against one run
 #      at a time;
 #   5b. the CUDA peaks of the paper config's largest templates groups against the run memory formula
@@ -83,7 +84,9 @@ run_step vmap_last_query 40 python3 benchmarks/vmap_last_query.py --device "$DEV
 
 # 4. the paper estimate: every job a time
 PAPER=(--configfile config/paper.yaml --max-probes-per-job 2)
-run_step estimate_paper 200 "${ESTIMATE[@]}" --out "$WORK/estimate_paper.md" "${PAPER[@]}"
+# (150 s of probing: the cost models, the start-up probe and a probe in flight when the budget runs out fit in the
+# other 50 s)
+run_step estimate_paper 200 "${ESTIMATE[@]}" --out "$WORK/estimate_paper.md" "${PAPER[@]}" --probe-budget 150
 
 # 5. the paper-scale T5 engine group with graphs
 T5='{"task": {"name": "aba_abb"}, "arch": "transformer", "batch": 1024, "eval_every": 1, "n_val": 100, "n_test": 100,

@@ -659,6 +659,13 @@ def test_estimate_command_on_the_smoke_config(repo, tmp_path, monkeypatch, share
     for n in nodes:
         assert rows_again[n.label].split(" | ")[8] == rows[n.label].split(" | ")[8], n.label
     assert f"device: {label}, torch" in again.read_text() and "0 measured now" in again.read_text()
+    # a spent probe budget: no probe starts, the report and the jobs' rows say so
+    spent = tmp_path / "spent.md"
+    assert main([*args[:args.index("--out")], "--out", str(spent), "--cache", str(tmp_path / "none.json"),
+                 *args[args.index("--probe-steps"):], "--probe-budget", "0", "--resources-out", ""]) == 0
+    text = spent.read_text()
+    assert "0 measured now" in text and "probe budget 0 s (--probe-budget), 0 s taken" in text
+    assert "probes not started" in text and "probe budget spent (--probe-budget 0 s)" in text
     # one figure's jobs from the same cache (--figure): their rows only, with the same times, and the workflow's
     # limits file is not written over by a partial estimate
     monkeypatch.chdir(tmp_path)
@@ -976,3 +983,66 @@ def test_the_estimate_of_a_few_figures_holds_only_the_jobs_they_need(repo, tmp_p
     assert both < whole
     with pytest.raises(ValueError, match="not a figure rule of this config's DAG: fig_features_99"):
         E.build_dag(config, results, online=True, figures=["fig_features_3", "fig_features_99"])
+
+
+def test_probing_goes_breadth_first_and_stops_at_its_budget(tmp_path, monkeypatch):
+    """--probe-budget: two sweep jobs of 10 groups each (one model family) and probes of 10 planted seconds. A
+    budget of 35 s lets 4 probes start: breadth first, those are each job's smallest and largest group (the job of
+    the smaller steps first), so both jobs get a time (interpolated in between, exact on a planted line), where job
+    by job the second job would get none. No probe starts after the budget is spent, the parts left say why, and
+    nothing of them is cached: a later estimate without a budget measures the rest (each job's max_parts) and no
+    probe twice."""
+    clock = [0.0]
+    calls = []
+
+    def fake(shape, dim, device, steps, warmup):
+        calls.append((shape["job"], shape["n_probe"]))
+        clock[0] += 10.0
+        return {"seconds_per_step": 0.01 + 1e-10 * shape["flops"]}
+
+    def parts_of(job, flops):
+        return [E.Part(E.probe("sweep", {"arch": "transformer", "model": "m", "task": "t", "job": job, "n_probe": i,
+                                         "flops": flops * (i + 1), "runs": 4}, "runs"),
+                       steps=10, runs=4, flops_per_step=flops * (i + 1)) for i in range(10)]
+
+    jobs = {"a": parts_of("a", 2e8), "b": parts_of("b", 1e8)}  # b's steps are the smaller
+    monkeypatch.setattr(E, "cost_model", lambda node: lambda node, results: E.Cost(parts=jobs[node.settings["grid"]]))
+    monkeypatch.setattr(E.Prober, "startup", lambda self: 0.0)
+    logs = []
+
+    def prober(budget):
+        p = E.Prober("cpu", tmp_path / "c.json", probes={"sweep": fake}, max_parts=4, budget=budget, log=logs.append)
+        p.clock = lambda: clock[0]
+        p.steps = 30  # (30 planted steps of 0.01 s or more: timed once, long enough)
+        return p
+
+    def nodes():
+        return [_node("templates_sweep", {"grid": g}) for g in ("a", "b")]
+
+    def exact(job):
+        return pytest.approx(sum(10 * (0.01 + 1e-10 * p.flops_per_step) for p in jobs[job]))
+
+    short = prober(35.0)
+    a, b = E.estimate(nodes(), short, {"scale": "paper"}, str(tmp_path / "results"))
+    assert calls == [("b", 0), ("b", 9), ("a", 0), ("a", 9)]  # the first round, then the budget was spent
+    assert short.spent == 40.0 and short.skipped > 0 and short.measured == 4
+    for node, job in ((a, "a"), (b, "b")):
+        assert node.seconds == exact(job)
+        assert "8 of 10 parts interpolated from 2 probes" in node.source
+    assert sum("probe budget of 35 s spent" in m for m in logs) == 1  # said once
+    # a budget spent before a job's first round: its parts say why, and are not cached
+    calls.clear()
+    clock[0] = 0.0
+    (tmp_path / "c.json").unlink()
+    tight = prober(15.0)
+    a, b = E.estimate(nodes(), tight, {"scale": "paper"}, str(tmp_path / "results"))
+    assert calls == [("b", 0), ("b", 9)] and b.seconds == exact("b")
+    assert a.seconds is None and "probe budget spent (--probe-budget 15 s)" in a.source
+    assert len(json.loads((tmp_path / "c.json").read_text())) == 2
+    # no budget: the rest of each job's 4 representatives, nothing measured twice
+    calls.clear()
+    whole = prober(None)
+    a, b = E.estimate(nodes(), whole, {"scale": "paper"}, str(tmp_path / "results"))
+    assert sorted(calls) == [("a", 0), ("a", 3), ("a", 6), ("a", 9), ("b", 3), ("b", 6)]
+    assert a.seconds == exact("a") and b.seconds == exact("b")
+    assert "6 of 10 parts interpolated from 4 probes" in a.source

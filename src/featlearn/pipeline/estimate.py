@@ -384,11 +384,14 @@ class Prober:
 
     ``label`` reads the cache as another machine wrote it: the probes of the device it names (as the cache keys
     it, e.g. ``NVIDIA H200``, or a CPU's name without its thread count), under the torch version most of them were
-    measured with. Nothing is measured then, so a GPU's estimate can be made where there is no GPU."""
+    measured with. Nothing is measured then, so a GPU's estimate can be made where there is no GPU.
+
+    ``budget``: seconds of probing in all; once the probes measured by this object have taken that long, no other
+    probe starts and the parts left answer ``probe budget spent`` (not cached: a later estimate measures them)."""
 
     def __init__(self, device: str, cache: str | os.PathLike, steps: int = 3, warmup: int = 1, probe: bool = True,
                  max_seconds: float = MAX_PROBE_STEP_SECONDS, probes: dict | None = None, log=None, threads: int | None = None,
-                 max_parts: int = 0, label: str | None = None):
+                 max_parts: int = 0, label: str | None = None, budget: float | None = None):
         import torch
 
         self.device, self.cache_path = device, Path(cache)
@@ -405,6 +408,9 @@ class Prober:
         self.measured = 0  # probes run by this object (the rest came from the cache)
         self.threads = threads  # torch threads of every probe; None: each job's declared threads
         self.max_parts = max_parts  # distinct probes measured per job; the rest interpolated (0: every one measured)
+        self.budget, self.spent = budget, 0.0  # seconds of probing allowed (None: no limit), and taken so far
+        self.skipped = 0  # probes not started because the budget was spent
+        self.clock = time.perf_counter  # what the budget is counted on (tests plant their own)
         self.log = log or (lambda msg: print(f"[estimate] {msg}", file=sys.stderr, flush=True))
 
     def device_key(self, threads: int) -> str:
@@ -426,7 +432,16 @@ class Prober:
             return self.cache[key]
         if not self.probe:
             return None
-        rec = self._measure(p, flops_per_step)
+        if self.budget is not None and self.spent >= self.budget:
+            if not self.skipped:
+                self.log(f"probe budget of {self.budget:g} s spent: no more probes start (--probe-budget)")
+            self.skipped += 1
+            return {"error": f"probe budget spent (--probe-budget {self.budget:g} s)", "budget_spent": True}
+        t0 = self.clock()
+        try:
+            rec = self._measure(p, flops_per_step)
+        finally:
+            self.spent += self.clock() - t0
         if "error" in rec:  # reported, not cached: the next run tries again
             return rec
         rec["measured_utc"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
@@ -661,12 +676,35 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
     come from a run at this config's scale; otherwise the file's time is shown and not used. At the paper scale, a
     CPU job without a model and without such a file takes its wall time in the committed paper-scale evidence
     (``evidence``, the folder of :mod:`featlearn.pipeline.evidence`) when that ran it. A data job still without a
-    time is then scaled by its dataset's size from the same rule's timed jobs (:func:`scale_by_size`)."""
+    time is then scaled by its dataset's size from the same rule's timed jobs (:func:`scale_by_size`).
+
+    Probing goes breadth first: a first round measures, for every job in turn, only the smallest and the largest
+    group of each of its model families (what gives a job a time, :func:`probe_parts` with a limit of 2); the jobs'
+    other probes come after. Those two are among the probes the second round would measure anyway, so the round
+    costs nothing more, and an estimate cut short (``--probe-budget``, or a device session's time limit) leaves every
+    job it reached a time rather than a few jobs probed in full. The first round takes the jobs in order of their
+    largest step's FLOPs, smallest first, so that a budget gives as many jobs a time as it can."""
     bench_scale = benchmark_scale(results)
     same_scale = bench_scale == config.get("scale")
     walls = evidence_walls(evidence) if evidence is not None and config.get("scale") == "paper" else {}
     for node in nodes:
         model = cost_model(node)
+        if model is None:
+            node.why = "not modelled"
+            continue
+        try:
+            node.cost = model(node, results)
+            for part in node.cost.parts if node.cost is not None else []:
+                if part.probe is not None:  # timed in the job's own arithmetic
+                    part.probe = dataclasses.replace(part.probe, precision=node.precision)
+        except Exception as exc:
+            node.why = f"cost model failed: {type(exc).__name__}: {exc}"
+    if prober.probe:  # the first round (above), the jobs of the cheapest largest step first
+        first = min(2, prober.max_parts or 2)
+        probed = [n for n in nodes if n.cost is not None and n.cost.parts]
+        for node in sorted(probed, key=lambda n: max(p.flops_per_step or 0.0 for p in n.cost.parts)):
+            probe_parts(node.rule, node.cost.parts, prober, limit=first)
+    for node in nodes:
         bench = benchmark_seconds(node.benchmark)
         resumed = bench is not None and job_resumed(node.benchmark)
         # a run at this scale; for another machine's estimate (--cached-device) only a CPU job's file, a GPU job's
@@ -678,16 +716,6 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
                                                    if not same_scale else " (a GPU job's, on this machine: not used)"
                                                    if not resumed else " (of a job that resumed: its last run only, "
                                                    "not used)"))
-        if model is None:
-            node.why = "not modelled"
-        else:
-            try:
-                node.cost = model(node, results)
-                for part in node.cost.parts if node.cost is not None else []:
-                    if part.probe is not None:  # timed in the job's own arithmetic
-                        part.probe = dataclasses.replace(part.probe, precision=node.precision)
-            except Exception as exc:
-                node.why = f"cost model failed: {type(exc).__name__}: {exc}"
         if node.cost is None:
             node.seconds = bench if usable else None
             node.source = bench_text or "no benchmark file"
@@ -824,13 +852,13 @@ def _work(part: Part, with_updates: bool) -> tuple[float, ...]:
             else (part.flops_per_step or 0.0,))
 
 
-def probe_parts(rule: str, parts: list[Part], prober: "Prober") -> list[dict | None]:
+def probe_parts(rule: str, parts: list[Part], prober: "Prober", limit: int | None = None) -> list[dict | None]:
     """The probe record of every part: measured or cached where possible, interpolated for the rest of a job
-    with more distinct probes than ``prober.max_parts`` (see above); a record made by interpolation has
-    ``interpolated: True``."""
+    with more distinct probes than ``limit`` (default ``prober.max_parts``; see above); a record made by
+    interpolation has ``interpolated: True``."""
     keys = [prober.key(rule, p.probe) if p.probe else None for p in parts]
     distinct = {k: i for i, k in enumerate(keys) if k is not None}
-    limit = prober.max_parts
+    limit = prober.max_parts if limit is None else limit
     if not limit or len(distinct) <= limit:
         return [prober.get(rule, p.probe, p.flops_per_step) if p.probe else None for p in parts]
     by_family: dict[str, list[int]] = {}
@@ -839,14 +867,17 @@ def probe_parts(rule: str, parts: list[Part], prober: "Prober") -> list[dict | N
     # a family is fitted on the parameters updated too where every one of its parts counts them
     updates = {fam: all(parts[i].updates_per_step is not None for i in idx) for fam, idx in by_family.items()}
     measured: dict[str, dict | None] = {}
+    unstarted: dict[str, dict] = {}  # representatives the probe budget left: interpolated like the rest where it can be
     share = max(2, limit // max(1, len(by_family)))  # at least two points per family: a and b
     for fam, idx in by_family.items():
         cached = [i for i in idx if keys[i] in prober.cache]
         todo = [idx[j] for j in representatives([_work(parts[i], updates[fam]) for i in idx], share)]
         for i in sorted(set(cached) | set(todo)):
             rec = prober.get(rule, parts[i].probe, parts[i].flops_per_step)
-            if rec is not None:  # a representative not in the cache (--no-probe) is interpolated like the rest; a
-                measured[keys[i]] = rec  # failed one keeps its error
+            if rec is not None and rec.get("budget_spent"):
+                unstarted[keys[i]] = rec
+            elif rec is not None:  # a representative not in the cache (--no-probe, or not started: the budget) is
+                measured[keys[i]] = rec  # interpolated like the rest; a failed one keeps its error
     out = []
     for part, key in zip(parts, keys):
         if key is None:
@@ -861,7 +892,7 @@ def probe_parts(rule: str, parts: list[Part], prober: "Prober") -> list[dict | N
             span = [x for x, t in pts if t is not None]
             work = _work(part, updates[fam])
             if fit is None:
-                out.append(None)
+                out.append(unstarted.get(key))
             elif not span or not all(min(x[j] for x in span) <= work[j] <= max(x[j] for x in span)
                                      for j in range(len(work))):
                 # outside the measured work: a line fitted on launch-bound small groups says nothing of large ones
@@ -947,7 +978,10 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
         "torch threads: "
         f"{meta['threads']}; "
         f"{meta['measured']} measured now, the rest from the cache {meta['cache']}"
-        + ("" if meta["probing"] else " (--no-probe: cache only)"),
+        + ("" if meta["probing"] else " (--no-probe: cache only)")
+        + (f"; probe budget {meta['budget']:g} s (--probe-budget), {meta['spent']:.0f} s taken"
+           + (f", {meta['skipped']} probes not started" if meta.get("skipped") else "")
+           if meta.get("budget") is not None else ""),
         f"- start-up of a job's process (python importing torch and pandas, measured once): {duration(meta['startup'])}, "
         "added to every modelled job",
         f"- load average (1 min) when the probes were taken: {meta['load']} on {meta['cpus']} CPUs (other work on the "
@@ -1047,11 +1081,12 @@ def resources_table(nodes: list[Node], meta: dict) -> dict:
 def run_estimate(configfiles: list[str], out: str, cache: str, device: str, probe_steps: int, probe_warmup: int,
                  probing: bool, results: str = "results", config_dir: str = "config", max_seconds: float = MAX_PROBE_STEP_SECONDS,
                  threads: int | None = None, resources_out: str | None = None, max_parts: int = 0,
-                 online: bool = False, cached_device: str | None = None, figures: list[str] | None = None) -> dict:
+                 online: bool = False, cached_device: str | None = None, figures: list[str] | None = None,
+                 probe_budget: float | None = None) -> dict:
     """Build the DAG of the merged config, estimate every job, write the Markdown to ``out`` and, with
     ``resources_out``, the jobs' scheduler limits (:func:`resources_table`); returns the summary. ``online``: count
     the jobs of datasets that are absent offline too (:func:`assume_online`); ``figures``: only the jobs of these
-    figure rules (:func:`build_dag`)."""
+    figure rules (:func:`build_dag`); ``probe_budget``: seconds of probing in all (:class:`Prober`)."""
     import torch
 
     from featlearn.io import write_text
@@ -1059,7 +1094,7 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
     config = merged_config(configfiles, config_dir)
     nodes = build_dag(config, results, online, figures)
     prober = Prober(device, cache, probe_steps, probe_warmup, probing, max_seconds, threads=threads, max_parts=max_parts,
-                    label=cached_device)
+                    label=cached_device, budget=probe_budget)
     own_threads = torch.get_num_threads()
     estimate(nodes, prober, config, results, evidence=Path(config_dir).parent / EVIDENCE_DIR)
     torch.set_num_threads(own_threads)
@@ -1072,6 +1107,7 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
             "python": platform.python_version(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "probe_steps": probe_steps,
             "probe_warmup": probe_warmup, "measured": prober.measured, "cache": cache, "probing": prober.probe,
+            "budget": prober.budget if prober.probe else None, "spent": prober.spent, "skipped": prober.skipped,
             "startup": prober.startup(),
             "load": f"{min(loads):.1f}–{max(loads):.1f}" if loads else "not recorded",
             "threads": f"{prober.threads} (--threads)" if prober.threads else "each job's declared threads",
@@ -1081,7 +1117,7 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
     if resources_out:
         Path(resources_out).parent.mkdir(parents=True, exist_ok=True)
         write_text(resources_out, json.dumps(resources_table(nodes, meta), indent=1, sort_keys=True) + "\n")
-    return {"jobs": len(nodes), "nodes": nodes, **sched, "out": out}
+    return {"jobs": len(nodes), "nodes": nodes, **sched, "out": out, "skipped": prober.skipped}
 
 
 def register(sub) -> None:
@@ -1098,10 +1134,13 @@ def register(sub) -> None:
         res = run_estimate(args.configfile, args.out, args.cache, device, args.probe_steps, args.probe_warmup, not args.no_probe,
                            results=args.results, config_dir=args.config_dir, max_seconds=args.max_probe_seconds,
                            threads=args.threads, resources_out=resources_out or None, max_parts=args.max_probes_per_job,
-                           online=args.assume_online, cached_device=args.cached_device, figures=args.figure)
+                           online=args.assume_online, cached_device=args.cached_device, figures=args.figure,
+                           probe_budget=args.probe_budget)
         print(f"estimate: {res['jobs']} jobs, total {duration(res['total'])}, critical path {duration(res['critical'])}, "
               + ", ".join(f"{g} GPU{'s' if g > 1 else ''} {duration(res['makespan'][g])}" for g in GPU_COUNTS)
-              + (f"; {len(res['unknown'])} jobs without a time" if res["unknown"] else "") + f" -> {res['out']}")
+              + (f"; {len(res['unknown'])} jobs without a time" if res["unknown"] else "")
+              + (f" ({res['skipped']} probes not started: --probe-budget spent)" if res["skipped"] else "")
+              + f" -> {res['out']}")
 
     p = sub.add_parser("estimate", help="cost estimate of the config's DAG: runs, steps, FLOPs, memory, probed s/step, times")
     p.add_argument("--configfile", nargs="*", default=[], help="overlays merged onto config/config.yaml in order")
@@ -1113,6 +1152,10 @@ def register(sub) -> None:
     p.add_argument("--max-probe-seconds", type=float, default=MAX_PROBE_STEP_SECONDS,
                    help="a probe step predicted slower than this is probed at a reduced batch or run count, scaled")
     p.add_argument("--no-probe", action="store_true", help="use only cached probes; missing ones are marked")
+    p.add_argument("--probe-budget", type=float, default=None, metavar="SECONDS",
+                   help="seconds of probing in all: no probe starts after that, and the jobs left are marked; probing "
+                        "goes breadth first (every job's smallest and largest group per model family, then the rest), "
+                        "so a short budget still gives most jobs a time (default: no limit)")
     p.add_argument("--max-probes-per-job", type=int, default=MAX_PROBES_PER_JOB,
                    help="distinct probes measured per job; a job with more (a paper-scale sweep's hundreds of groups) "
                         "gets the rest interpolated by FLOPs per step (0: measure every one)")
