@@ -551,10 +551,17 @@ def test_slow_probe_runs_reduced_and_extrapolates_linearly(tmp_path):
     rec = prober.get("rule", E.probe("fake", {"runs": 10}, "runs"), flops_per_step=1e12)
     assert rec["measured_dim"] == 2 and rec["seconds_per_step"] == pytest.approx(6.0)
     assert "extrapolated" in rec["note"]
-    failing = E.Prober("cpu", tmp_path / "other.json",
-                       probes={"bad": lambda *a: (_ for _ in ()).throw(RuntimeError("CUDA out of memory"))})
+    tries = []
+
+    def bad(*a):
+        tries.append(a)
+        raise RuntimeError("CUDA out of memory")
+
+    failing = E.Prober("cpu", tmp_path / "other.json", probes={"bad": bad})
     assert failing.get("rule", E.probe("bad", {"runs": 1}, "runs"))["error"] == "out of memory"
     assert failing.cache == {} and failing.measured == 0  # a failure is not cached: the next run tries again
+    assert failing.get("rule", E.probe("bad", {"runs": 1}, "runs"))["error"] == "out of memory"
+    assert len(tries) == 1  # this run does not (the estimate's two rounds ask for the same probes)
 
 
 # ------------------------------------------------------------------------------------------- the DAG

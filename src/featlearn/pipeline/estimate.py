@@ -411,6 +411,7 @@ class Prober:
         self.budget, self.spent = budget, 0.0  # seconds of probing allowed (None: no limit), and taken so far
         self.skipped = 0  # probes not started because the budget was spent
         self.clock = time.perf_counter  # what the budget is counted on (tests plant their own)
+        self.failed: dict[str, dict] = {}  # probes that failed in this object (out of memory...): not tried twice
         self.log = log or (lambda msg: print(f"[estimate] {msg}", file=sys.stderr, flush=True))
 
     def device_key(self, threads: int) -> str:
@@ -430,6 +431,8 @@ class Prober:
         key = self.key(rule, p)
         if key in self.cache:
             return self.cache[key]
+        if key in self.failed:
+            return self.failed[key]
         if not self.probe:
             return None
         if self.budget is not None and self.spent >= self.budget:
@@ -442,7 +445,8 @@ class Prober:
             rec = self._measure(p, flops_per_step)
         finally:
             self.spent += self.clock() - t0
-        if "error" in rec:  # reported, not cached: the next run tries again
+        if "error" in rec:  # reported, not cached: the next run tries again (this one does not: the first round
+            self.failed[key] = rec  # and the second ask for the same probes)
             return rec
         rec["measured_utc"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
         self.cache[key] = rec
