@@ -731,6 +731,13 @@ def test_representatives_spread_over_the_flops():
     got = E.representatives(flops, 3)
     assert 1 in got and 2 in got and len(got) == 3
     assert E.representatives(flops, 10) == sorted(range(6), key=lambda i: flops[i])
+    # two measures (FLOPs, parameters updated): each one's extremes, so the chosen span both ranges. Grid 3c's
+    # groups of 40 runs at small n had the most parameters updated and middling FLOPs; the first measure's extremes
+    # alone left them outside the probes' range, without a time
+    work = [(1.0, 4.0), (2.0, 9.0), (3.0, 1.0), (5.0, 5.0), (8.0, 6.0), (9.0, 2.0)]
+    assert E.representatives(work, 2) == [0, 1, 2, 5]  # FLOPs 1 and 9, updates 1 and 9
+    assert E.representatives(work, 5) == [0, 1, 2, 4, 5]  # then evenly along the sorted order, up to 5
+    assert E.representatives(work, 1) == [5]
 
 
 def test_fit_step_time_recovers_a_planted_line_and_stays_non_negative():
@@ -994,8 +1001,8 @@ def test_the_estimate_of_a_few_figures_holds_only_the_jobs_they_need(repo, tmp_p
 
 def test_probing_goes_breadth_first_and_stops_at_its_budget(tmp_path, monkeypatch):
     """--probe-budget: two sweep jobs of 10 groups each (one model family) and probes of 10 planted seconds. A
-    budget of 35 s lets 4 probes start: breadth first, those are each job's smallest and largest group (the job of
-    the smaller steps first), so both jobs get a time (interpolated in between, exact on a planted line), where job
+    budget of 35 s lets 4 probes start: breadth first, those are each job's smallest and largest group (in the
+    DAG's order), so both jobs get a time (interpolated in between, exact on a planted line), where job
     by job the second job would get none. No probe starts after the budget is spent, the parts left say why, and
     nothing of them is cached: a later estimate without a budget measures the rest (each job's max_parts) and no
     probe twice."""
@@ -1012,7 +1019,7 @@ def test_probing_goes_breadth_first_and_stops_at_its_budget(tmp_path, monkeypatc
                                          "flops": flops * (i + 1), "runs": 4}, "runs"),
                        steps=10, runs=4, flops_per_step=flops * (i + 1)) for i in range(10)]
 
-    jobs = {"a": parts_of("a", 2e8), "b": parts_of("b", 1e8)}  # b's steps are the smaller
+    jobs = {"a": parts_of("a", 2e8), "b": parts_of("b", 1e8)}
     monkeypatch.setattr(E, "cost_model", lambda node: lambda node, results: E.Cost(parts=jobs[node.settings["grid"]]))
     monkeypatch.setattr(E.Prober, "startup", lambda self: 0.0)
     logs = []
@@ -1031,7 +1038,7 @@ def test_probing_goes_breadth_first_and_stops_at_its_budget(tmp_path, monkeypatc
 
     short = prober(35.0)
     a, b = E.estimate(nodes(), short, {"scale": "paper"}, str(tmp_path / "results"))
-    assert calls == [("b", 0), ("b", 9), ("a", 0), ("a", 9)]  # the first round, then the budget was spent
+    assert calls == [("a", 0), ("a", 9), ("b", 0), ("b", 9)]  # the first round, then the budget was spent
     assert short.spent == 40.0 and short.skipped > 0 and short.measured == 4
     for node, job in ((a, "a"), (b, "b")):
         assert node.seconds == exact(job)
@@ -1043,13 +1050,14 @@ def test_probing_goes_breadth_first_and_stops_at_its_budget(tmp_path, monkeypatc
     (tmp_path / "c.json").unlink()
     tight = prober(15.0)
     a, b = E.estimate(nodes(), tight, {"scale": "paper"}, str(tmp_path / "results"))
-    assert calls == [("b", 0), ("b", 9)] and b.seconds == exact("b")
-    assert a.seconds is None and "probe budget spent (--probe-budget 15 s)" in a.source
+    assert calls == [("a", 0), ("a", 9)] and a.seconds == exact("a")
+    assert b.seconds is None and "probe budget spent (--probe-budget 15 s)" in b.source
     assert len(json.loads((tmp_path / "c.json").read_text())) == 2
     # no budget: the rest of each job's 4 representatives, nothing measured twice
     calls.clear()
     whole = prober(None)
     a, b = E.estimate(nodes(), whole, {"scale": "paper"}, str(tmp_path / "results"))
-    assert sorted(calls) == [("a", 0), ("a", 3), ("a", 6), ("a", 9), ("b", 3), ("b", 6)]
+    assert calls == [("b", 0), ("b", 9), ("a", 3), ("a", 6), ("b", 3), ("b", 6)]  # first round, then the rest
     assert a.seconds == exact("a") and b.seconds == exact("b")
     assert "6 of 10 parts interpolated from 4 probes" in a.source
+

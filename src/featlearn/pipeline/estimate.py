@@ -686,8 +686,7 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
     group of each of its model families (what gives a job a time, :func:`probe_parts` with a limit of 2); the jobs'
     other probes come after. Those two are among the probes the second round would measure anyway, so the round
     costs nothing more, and an estimate cut short (``--probe-budget``, or a device session's time limit) leaves every
-    job it reached a time rather than a few jobs probed in full. The first round takes the jobs in order of their
-    largest step's FLOPs, smallest first, so that a budget gives as many jobs a time as it can."""
+    job it reached a time rather than a few jobs probed in full (:func:`first_round`)."""
     bench_scale = benchmark_scale(results)
     same_scale = bench_scale == config.get("scale")
     walls = evidence_walls(evidence) if evidence is not None and config.get("scale") == "paper" else {}
@@ -703,11 +702,8 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
                     part.probe = dataclasses.replace(part.probe, precision=node.precision)
         except Exception as exc:
             node.why = f"cost model failed: {type(exc).__name__}: {exc}"
-    if prober.probe:  # the first round (above), the jobs of the cheapest largest step first
-        first = min(2, prober.max_parts or 2)
-        probed = [n for n in nodes if n.cost is not None and n.cost.parts]
-        for node in sorted(probed, key=lambda n: max(p.flops_per_step or 0.0 for p in n.cost.parts)):
-            probe_parts(node.rule, node.cost.parts, prober, limit=first)
+    if prober.probe:
+        first_round(nodes, prober)
     for node in nodes:
         bench = benchmark_seconds(node.benchmark)
         resumed = bench is not None and job_resumed(node.benchmark)
@@ -774,19 +770,31 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
 # docs/estimate.md). Probes already in the cache are used as they are; with --no-probe a
 # representative the cache lacks is interpolated from the family's cached probes like the rest, but only within the
 # range they span: a group beyond it (in either measure) is left without a time (the smallest and the largest group
-# of a family are the first representatives, so a job probed here always spans its own range).
+# of a family in each measure are the first representatives, so a job probed here always spans its own range).
 # `benchmarks/estimate_interpolation.py` checks the fit against probes it did not use.
 
 
 def representatives(work: list, k: int) -> list[int]:
     """Indices of ``k`` of the values (numbers, or tuples of measures compared in order), evenly spread over their
-    sorted order (the smallest and the largest first)."""
+    sorted order. The smallest and the largest of each measure come first, so that the chosen span every measure's
+    range (the interpolation stays within it): with tuples of m measures that may be up to 2m values, more than ``k``."""
     order = sorted(range(len(work)), key=lambda i: work[i])
     if k >= len(order):
         return order
     if k == 1:
         return [order[-1]]
-    return sorted({order[round(j * (len(order) - 1) / (k - 1))] for j in range(k)})
+    chosen = [order[0], order[-1]]
+    if work and isinstance(work[0], tuple):  # each measure's extremes (ties broken by the whole tuple)
+        for j in range(len(work[0])):
+            chosen += [min(order, key=lambda i: (work[i][j], work[i])), max(order, key=lambda i: (work[i][j], work[i]))]
+    chosen = list(dict.fromkeys(chosen))
+    for j in range(1, k - 1):  # then evenly along the sorted order, up to k in all
+        if len(chosen) >= k:
+            break
+        i = order[round(j * (len(order) - 1) / (k - 1))]
+        if i not in chosen:
+            chosen.append(i)
+    return sorted(chosen)
 
 
 def _least_squares(rows: list[list[float]], ys: list[float]) -> list[float] | None:
@@ -856,32 +864,44 @@ def _work(part: Part, with_updates: bool) -> tuple[float, ...]:
             else (part.flops_per_step or 0.0,))
 
 
+def _families(parts: list[Part], keys: list[str | None]) -> tuple[dict[str, list[int]], dict[str, bool]]:
+    """The parts of each model family (one part per distinct probe), and whether the family is fitted on the
+    parameters updated too (where every one of its parts counts them)."""
+    distinct = {k: i for i, k in enumerate(keys) if k is not None}
+    by_family: dict[str, list[int]] = {}
+    for i in distinct.values():
+        by_family.setdefault(_family(parts[i].probe), []).append(i)
+    return by_family, {fam: all(parts[i].updates_per_step is not None for i in idx) for fam, idx in by_family.items()}
+
+
+def probe_plan(parts: list[Part], keys: list[str | None], limit: int) -> list[int] | None:
+    """The parts whose probes :func:`probe_parts` asks the prober for besides the cached ones: None for every part
+    (no more distinct probes than ``limit``, or no limit), else each family's representatives."""
+    by_family, updates = _families(parts, keys)
+    if not limit or sum(map(len, by_family.values())) <= limit:
+        return None
+    share = max(2, limit // max(1, len(by_family)))  # at least two points per family: a and b
+    return sorted(idx[j] for fam, idx in by_family.items()
+                  for j in representatives([_work(parts[i], updates[fam]) for i in idx], share))
+
+
 def probe_parts(rule: str, parts: list[Part], prober: "Prober", limit: int | None = None) -> list[dict | None]:
     """The probe record of every part: measured or cached where possible, interpolated for the rest of a job
     with more distinct probes than ``limit`` (default ``prober.max_parts``; see above); a record made by
     interpolation has ``interpolated: True``."""
     keys = [prober.key(rule, p.probe) if p.probe else None for p in parts]
-    distinct = {k: i for i, k in enumerate(keys) if k is not None}
-    limit = prober.max_parts if limit is None else limit
-    if not limit or len(distinct) <= limit:
+    plan = probe_plan(parts, keys, prober.max_parts if limit is None else limit)
+    if plan is None:
         return [prober.get(rule, p.probe, p.flops_per_step) if p.probe else None for p in parts]
-    by_family: dict[str, list[int]] = {}
-    for k, i in distinct.items():
-        by_family.setdefault(_family(parts[i].probe), []).append(i)
-    # a family is fitted on the parameters updated too where every one of its parts counts them
-    updates = {fam: all(parts[i].updates_per_step is not None for i in idx) for fam, idx in by_family.items()}
+    by_family, updates = _families(parts, keys)
     measured: dict[str, dict | None] = {}
     unstarted: dict[str, dict] = {}  # representatives the probe budget left: interpolated like the rest where it can be
-    share = max(2, limit // max(1, len(by_family)))  # at least two points per family: a and b
-    for fam, idx in by_family.items():
-        cached = [i for i in idx if keys[i] in prober.cache]
-        todo = [idx[j] for j in representatives([_work(parts[i], updates[fam]) for i in idx], share)]
-        for i in sorted(set(cached) | set(todo)):
-            rec = prober.get(rule, parts[i].probe, parts[i].flops_per_step)
-            if rec is not None and rec.get("budget_spent"):
-                unstarted[keys[i]] = rec
-            elif rec is not None:  # a representative not in the cache (--no-probe, or not started: the budget) is
-                measured[keys[i]] = rec  # interpolated like the rest; a failed one keeps its error
+    for i in sorted({i for idx in by_family.values() for i in idx if keys[i] in prober.cache} | set(plan)):
+        rec = prober.get(rule, parts[i].probe, parts[i].flops_per_step)
+        if rec is not None and rec.get("budget_spent"):
+            unstarted[keys[i]] = rec
+        elif rec is not None:  # a representative not in the cache (--no-probe, or not started: the budget) is
+            measured[keys[i]] = rec  # interpolated like the rest; a failed one keeps its error
     out = []
     for part, key in zip(parts, keys):
         if key is None:
@@ -906,6 +926,17 @@ def probe_parts(rule: str, parts: list[Part], prober: "Prober", limit: int | Non
             else:
                 out.append({"seconds_per_step": fit(work), "interpolated": True, "from_probes": len(span)})
     return out
+
+
+def first_round(nodes: list[Node], prober: "Prober") -> None:
+    """The estimate's first round of probes (:func:`estimate`): what gives each job a time, the smallest and the
+    largest group of each of its model families (:func:`probe_parts` with a limit of 2), job by job in the DAG's
+    order. (Ordering the jobs by the probes or the FLOPs they need was tried on a CPU, 2026-12-02: at the same probing
+    time it timed as many jobs or fewer, the FLOPs of a step saying little of a probe's wall time; docs/estimate.md.)"""
+    first = min(2, prober.max_parts or 2)
+    for node in nodes:
+        if node.cost is not None and node.cost.parts:
+            probe_parts(node.rule, node.cost.parts, prober, limit=first)
 
 
 def schedule(nodes: list[Node]) -> dict:
