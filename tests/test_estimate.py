@@ -886,6 +886,32 @@ def test_a_cpu_job_without_a_model_takes_its_paper_scale_evidence_time(tmp_path)
     assert E.evidence_walls(tmp_path / "none") == {}
 
 
+def test_a_benchmark_file_of_another_scale_times_a_job_that_is_the_same_at_both(repo, tmp_path):
+    """After a default-scale run, the paper estimate takes the benchmark file of a job the default config runs with
+    the same settings (the data preparation), and says so; a job whose settings differ between the two (JoMA's
+    softmax simulation: longer at paper scale) keeps its file shown and unused. Without the shipped configs
+    nothing is taken."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "run.json").write_text(json.dumps({"scale": "default"}))
+    config = E.merged_config([str(repo / "config" / "paper.yaml")], repo / "config")
+    nodes = {n.label: n for n in E.build_dag(config, str(results), online=True)}
+    chosen = [nodes["data_prepare[name=sst]"], nodes["joma_sim_softmax"]]
+    for node in chosen:
+        Path(node.benchmark).parent.mkdir(parents=True, exist_ok=True)
+        Path(node.benchmark).write_text("s\th:m:s\n3.2\t0:00:03\n")
+    assert E.same_at_scale(chosen, "default", repo / "config", str(results)) == {"data_prepare[name=sst]"}
+    prober = E.Prober("cpu", tmp_path / "c.json", probe=False)
+    sst, sim = E.estimate(chosen, prober, config, str(results), config_dir=repo / "config")
+    assert sst.seconds == 3.2 and "(a `default`-scale run's: the same job at both scales)" in sst.source
+    assert sim.seconds is None and "(from a `default`-scale run: not used)" in sim.source
+    for node in chosen:
+        node.seconds, node.source, node.measured = None, "", None
+    sst, _ = E.estimate(chosen, prober, config, str(results))  # no config_dir: only this scale's files count
+    assert sst.seconds is None and "not used" in sst.source
+    assert E.same_at_scale(chosen, "custom", repo / "config", str(results)) == set()
+
+
 def test_the_benchmark_file_of_a_job_that_resumed_is_shown_and_not_used(tmp_path):
     """A job whose log says it resumed from an earlier run of itself has a benchmark file that timed its last run only:
     the estimate names the file and does not take its time (nor compare it with the model's)."""

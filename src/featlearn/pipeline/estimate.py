@@ -46,7 +46,7 @@ from featlearn.pipeline.benchfiles import job_resumed
 from featlearn.pipeline.evidence import EVIDENCE_DIR, read_evidence
 from featlearn.pipeline.registry import load
 from featlearn.pipeline.sizing import ESTIMATE_RESOURCES
-from featlearn.pipeline.workflow import merged_config
+from featlearn.pipeline.workflow import CONFIG_SCALES, merged_config, scale_config
 
 DEFAULT_OUT = "results/estimate.md"
 DEFAULT_CACHE = "results/estimate/probes.json"
@@ -673,11 +673,25 @@ def scale_by_size(nodes: list[Node]) -> list[Node]:
     return nodes
 
 
+def same_at_scale(nodes: list[Node], scale: str | None, config_dir: str | os.PathLike | None,
+                  results: str = "results") -> set[str]:
+    """Labels of the jobs among ``nodes`` that the shipped config of ``scale`` (config.yaml, with smoke.yaml or
+    paper.yaml on top) runs with the same settings: the same job at both scales (the data preparation, the features'
+    extraction, the generators and theory jobs), whose benchmark file from a run at that scale times it here too.
+    Empty for a scale without a shipped config, or without ``config_dir``."""
+    if scale not in CONFIG_SCALES or config_dir is None or not (Path(config_dir) / "config.yaml").is_file():
+        return set()
+    other = {n.label: n.settings for n in build_dag(scale_config(scale, config_dir), results, online=True)}
+    return {n.label for n in nodes if n.label in other and other[n.label] == n.settings}
+
+
 def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "results",
-             evidence: str | os.PathLike | None = None) -> list[Node]:
+             evidence: str | os.PathLike | None = None, config_dir: str | os.PathLike | None = None) -> list[Node]:
     """Fill each node's cost model, seconds per step of each part and job time (in place; returns the nodes).
-    A job without a cost model takes the wall time of its benchmark file when the run record says the files
-    come from a run at this config's scale; otherwise the file's time is shown and not used. At the paper scale, a
+    A job takes the wall time of its benchmark file when the run record says the files come from a run at this
+    config's scale, or from a run at another scale whose shipped config (under ``config_dir``) runs the same job
+    (:func:`same_at_scale`); otherwise the file's time is shown and not used (a modelled job's time is its probes'
+    in any case, the file's shown beside it). At the paper scale, a
     CPU job without a model and without such a file takes its wall time in the committed paper-scale evidence
     (``evidence``, the folder of :mod:`featlearn.pipeline.evidence`) when that ran it. A data job still without a
     time is then scaled by its dataset's size from the same rule's timed jobs (:func:`scale_by_size`).
@@ -690,6 +704,7 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
     bench_scale = benchmark_scale(results)
     same_scale = bench_scale == config.get("scale")
     walls = evidence_walls(evidence) if evidence is not None and config.get("scale") == "paper" else {}
+    same_job = set() if same_scale or bench_scale is None else same_at_scale(nodes, bench_scale, config_dir, results)
     for node in nodes:
         model = cost_model(node)
         if model is None:
@@ -709,13 +724,16 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
         resumed = bench is not None and job_resumed(node.benchmark)
         # a run at this scale; for another machine's estimate (--cached-device) only a CPU job's file, a GPU job's
         # time on this machine not being that device's; never a job that resumed (its file timed its last run only)
-        usable = same_scale and (prober.label is None or not node.gpu) and not resumed
+        # (or a run at another scale whose config runs the same job)
+        same = same_scale or node.label in same_job
+        usable = same and (prober.label is None or not node.gpu) and not resumed
         node.measured = bench if usable else None
         bench_text = None if bench is None else (
-            f"benchmark file {duration(bench)}" + ("" if usable else f" (from a `{bench_scale}`-scale run: not used)"
-                                                   if not same_scale else " (a GPU job's, on this machine: not used)"
-                                                   if not resumed else " (of a job that resumed: its last run only, "
-                                                   "not used)"))
+            f"benchmark file {duration(bench)}"
+            + ((f" (a `{bench_scale}`-scale run's: the same job at both scales)" if not same_scale else "") if usable
+               else f" (from a `{bench_scale}`-scale run: not used)" if not same
+               else " (a GPU job's, on this machine: not used)" if not resumed
+               else " (of a job that resumed: its last run only, not used)"))
         if node.cost is None:
             node.seconds = bench if usable else None
             node.source = bench_text or "no benchmark file"
@@ -1131,7 +1149,7 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
     prober = Prober(device, cache, probe_steps, probe_warmup, probing, max_seconds, threads=threads, max_parts=max_parts,
                     label=cached_device, budget=probe_budget)
     own_threads = torch.get_num_threads()
-    estimate(nodes, prober, config, results, evidence=Path(config_dir).parent / EVIDENCE_DIR)
+    estimate(nodes, prober, config, results, evidence=Path(config_dir).parent / EVIDENCE_DIR, config_dir=config_dir)
     torch.set_num_threads(own_threads)
     sched = schedule(nodes)
     loads = [r["load_average"] for n in nodes for r in n.per_step if r and "load_average" in r]
