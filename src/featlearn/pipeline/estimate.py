@@ -892,29 +892,21 @@ def _families(parts: list[Part], keys: list[str | None]) -> tuple[dict[str, list
     return by_family, {fam: all(parts[i].updates_per_step is not None for i in idx) for fam, idx in by_family.items()}
 
 
-def probe_plan(parts: list[Part], keys: list[str | None], limit: int) -> list[int] | None:
-    """The parts whose probes :func:`probe_parts` asks the prober for besides the cached ones: None for every part
-    (no more distinct probes than ``limit``, or no limit), else each family's representatives."""
-    by_family, updates = _families(parts, keys)
-    if not limit or sum(map(len, by_family.values())) <= limit:
-        return None
-    share = max(2, limit // max(1, len(by_family)))  # at least two points per family: a and b
-    return sorted(idx[j] for fam, idx in by_family.items()
-                  for j in representatives([_work(parts[i], updates[fam]) for i in idx], share))
-
-
 def probe_parts(rule: str, parts: list[Part], prober: "Prober", limit: int | None = None) -> list[dict | None]:
     """The probe record of every part: measured or cached where possible, interpolated for the rest of a job
     with more distinct probes than ``limit`` (default ``prober.max_parts``; see above); a record made by
     interpolation has ``interpolated: True``."""
     keys = [prober.key(rule, p.probe) if p.probe else None for p in parts]
-    plan = probe_plan(parts, keys, prober.max_parts if limit is None else limit)
-    if plan is None:
-        return [prober.get(rule, p.probe, p.flops_per_step) if p.probe else None for p in parts]
     by_family, updates = _families(parts, keys)
+    limit = prober.max_parts if limit is None else limit
+    if not limit or sum(map(len, by_family.values())) <= limit:
+        return [prober.get(rule, p.probe, p.flops_per_step) if p.probe else None for p in parts]
+    share = max(2, limit // max(1, len(by_family)))  # at least two points per family: a and b
+    plan = {idx[j] for fam, idx in by_family.items()
+            for j in representatives([_work(parts[i], updates[fam]) for i in idx], share)}
     measured: dict[str, dict | None] = {}
     unstarted: dict[str, dict] = {}  # representatives the probe budget left: interpolated like the rest where it can be
-    for i in sorted({i for idx in by_family.values() for i in idx if keys[i] in prober.cache} | set(plan)):
+    for i in sorted({i for idx in by_family.values() for i in idx if keys[i] in prober.cache} | plan):
         rec = prober.get(rule, parts[i].probe, parts[i].flops_per_step)
         if rec is not None and rec.get("budget_spent"):
             unstarted[keys[i]] = rec
