@@ -901,6 +901,10 @@ def test_a_benchmark_file_of_another_scale_times_a_job_that_is_the_same_at_both(
         Path(node.benchmark).parent.mkdir(parents=True, exist_ok=True)
         Path(node.benchmark).write_text("s\th:m:s\n3.2\t0:00:03\n")
     assert E.same_at_scale(chosen, "default", repo / "config", str(results)) == {"data_prepare[name=sst]"}
+    # the templates checks' settings differ only in the scale their claims are labelled with: the same work
+    checks = nodes["templates_checks"]
+    assert checks.settings == {"scale": "paper"}
+    assert E.same_at_scale([checks], "default", repo / "config", str(results)) == {"templates_checks"}
     prober = E.Prober("cpu", tmp_path / "c.json", probe=False)
     sst, sim = E.estimate(chosen, prober, config, str(results), config_dir=repo / "config")
     assert sst.seconds == 3.2 and "(a `default`-scale run's: the same job at both scales)" in sst.source

@@ -678,11 +678,17 @@ def same_at_scale(nodes: list[Node], scale: str | None, config_dir: str | os.Pat
     """Labels of the jobs among ``nodes`` that the shipped config of ``scale`` (config.yaml, with smoke.yaml or
     paper.yaml on top) runs with the same settings: the same job at both scales (the data preparation, the features'
     extraction, the generators and theory jobs), whose benchmark file from a run at that scale times it here too.
+    The setting ``scale`` is left out of the comparison: a job that has it (``templates_checks``) only labels the
+    claims it writes with it, the same work at every scale.
     Empty for a scale without a shipped config, or without ``config_dir``."""
     if scale not in CONFIG_SCALES or config_dir is None or not (Path(config_dir) / "config.yaml").is_file():
         return set()
-    other = {n.label: n.settings for n in build_dag(scale_config(scale, config_dir), results, online=True)}
-    return {n.label for n in nodes if n.label in other and other[n.label] == n.settings}
+
+    def work(settings):
+        return {k: v for k, v in settings.items() if k != "scale"} if isinstance(settings, dict) else settings
+
+    other = {n.label: work(n.settings) for n in build_dag(scale_config(scale, config_dir), results, online=True)}
+    return {n.label for n in nodes if n.label in other and other[n.label] == work(n.settings)}
 
 
 def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "results",
