@@ -266,6 +266,50 @@ def test_sweep_cost_counts_groups_runs_and_epochs(repo):
         assert all("flush_denormal" not in p.probe.shape for p in again.parts)
 
 
+def test_list_makespan_takes_the_tasks_in_order_on_the_first_free_worker():
+    assert E.list_makespan([4, 3, 3, 2], 2) == 6  # 4 | 3, 3 | 4, 2
+    assert E.list_makespan([5, 1, 1, 1], 2) == 5
+    assert E.list_makespan([1, 1, 5], 2) == 6  # the order is kept: the long task comes last
+    assert E.list_makespan([2, 3], 1) == 5 and E.list_makespan([], 3) == 0
+
+
+def test_a_cpu_sweep_job_of_several_threads_is_estimated_as_its_groups_at_once(repo, tmp_path):
+    """A sweep job of 2 threads trains its groups 2 at once on a CPU, each on one thread (``engine.group_pool``): its
+    probes are the 1-thread job's, its time the groups' makespan on 2 workers, its memory the 2 largest groups'
+    together; estimated for a GPU, the same job trains its groups one after another."""
+    from featlearn.templates.registry import sweep_settings
+
+    config = E.merged_config([str(repo / "config" / "smoke.yaml")], repo / "config")
+    settings = sweep_settings(config["templates"], "8")  # two groups of 5 steps
+
+    def job(threads):
+        node = dataclasses.replace(_node("templates_sweep", settings, {"grid": "8"}, threads=threads),
+                                   cost_model="featlearn.templates.cost:sweep_cost")
+        return node
+
+    def fake(shape, dim, device, steps, warmup):
+        return {"seconds_per_step": 1.0}
+
+    def seconds(node, device="cpu", label=None):
+        prober = E.Prober(device, tmp_path / "c.json", probes={"sweep": fake}, label=label)
+        prober.startup = lambda: 0.0
+        return E.estimate([node], prober, {"scale": "smoke"}, str(tmp_path / "results"))[0]
+
+    one, two = seconds(job(1)), seconds(job(2))
+    assert [p.probe for p in two.cost.parts] == [p.probe for p in one.cost.parts]  # 1-thread probes either way
+    assert one.seconds == pytest.approx(10.0) and two.seconds == pytest.approx(5.0)
+    assert "2 workers of one thread" in two.source
+    assert two.cost.memory == pytest.approx(sum(p.memory_bytes for p in one.cost.parts))
+    assert one.cost.memory == pytest.approx(max(p.memory_bytes for p in one.cost.parts))
+    cache = json.loads((tmp_path / "c.json").read_text())
+    gpu_cache = {json.dumps({**json.loads(k), "device": "NVIDIA H200"}, sort_keys=True): v for k, v in cache.items()}
+    (tmp_path / "g.json").write_text(json.dumps(gpu_cache))
+    on_gpu = E.Prober("cuda", tmp_path / "g.json", probe=False, label="NVIDIA H200")
+    on_gpu.startup = lambda: 0.0
+    assert not on_gpu.on_cpu and E.Prober("cpu", tmp_path / "c.json", probe=False).on_cpu
+    assert E.estimate([job(2)], on_gpu, {"scale": "smoke"}, str(tmp_path / "results"))[0].seconds == pytest.approx(10.0)
+
+
 def test_a_sweep_group_beyond_one_minibatch_is_probed_at_its_own_vocabulary(repo):
     """An MLP group of n > batch is probed at its own n, whose vocabulary sizes its one-hot first layer: probed at
     n = batch (as before), a paper-scale n 8,192 group of Fig. 25 was timed with less than a sixth of its parameters and its job

@@ -253,6 +253,41 @@ def test_a_killed_sweep_trains_only_its_unfinished_groups_and_writes_the_same_ta
     assert resumed.read_bytes() == clean.read_bytes()
 
 
+def test_a_cpu_sweep_job_of_two_threads_trains_two_groups_at_once_and_writes_the_same_table(tmp_path, one_thread):
+    """A CPU job of ``threads`` > 1 trains its groups in that many 1-thread processes (``engine.group_pool``): Fig. 25's
+    table is byte-identical to a 1-thread job's, and every group it trained is kept in its work folder for a rerun,
+    which then trains nothing."""
+    from featlearn.pipeline.compute import Context
+    from featlearn.templates.sweeps import engine
+    from featlearn.templates.sweeps.experiments import sweep
+    from featlearn.training import PARTS_DIR
+
+    one, two, work = tmp_path / "one.csv", tmp_path / "two.csv", tmp_path / "fig25.resume"
+    sweep({"grid": "25", "sweeps": TINY}, {}, {"runs": str(one)}, Context(device="cpu", threads=1))
+    sweep({"grid": "25", "sweeps": TINY}, {}, {"runs": str(two)}, Context(device="cpu", threads=2, work_dir=str(work)))
+    assert two.read_bytes() == one.read_bytes()
+    assert len(list((work / PARTS_DIR).glob("*.pt"))) == 4  # Fig. 25's four groups, kept by the workers
+
+    def never(*args, **kw):
+        raise AssertionError("a kept group was trained again")
+
+    real = engine.train_group
+    engine.train_group = never
+    try:
+        run_figure("25", TINY, str(tmp_path / "again.csv"), work_dir=str(work), workers=2)
+    finally:
+        engine.train_group = real
+    assert (tmp_path / "again.csv").read_bytes() == one.read_bytes()
+
+
+def test_a_group_pool_is_none_for_one_worker_or_a_gpu_job():
+    from featlearn.templates.sweeps.engine import group_pool
+
+    for workers, device in ((1, "cpu"), (4, "cuda")):
+        with group_pool(workers, device) as pool:
+            assert pool is None
+
+
 def test_a_sweep_killed_inside_a_group_takes_that_group_up_from_its_checkpoint(tmp_path, one_thread, monkeypatch,
                                                                                 interrupt_after):
     """A sweep job killed in the middle of its second group (checkpoints after every epoch here) loads its first group,

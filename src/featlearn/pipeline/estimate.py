@@ -29,6 +29,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime
+import heapq
 import importlib
 import json
 import math
@@ -121,6 +122,7 @@ class Cost:
     eval_note: str = ""
     formula: str = ""
     note: str = ""
+    workers: int = 1  # parts trained at once on a CPU, in this order (a templates sweep job's groups, list_makespan)
 
     @property
     def runs(self) -> int:
@@ -138,8 +140,10 @@ class Cost:
 
     @property
     def memory(self) -> float | None:
-        mems = [p.memory_bytes for p in self.parts if p.memory_bytes is not None]
-        return max(mems) if mems else None
+        """The largest part's memory; of ``workers`` parts at once, the sum of the largest that many (an upper bound,
+        also for a GPU job, which trains its parts one after another: 1 worker in every shipped config)."""
+        mems = sorted((p.memory_bytes for p in self.parts if p.memory_bytes is not None), reverse=True)
+        return sum(mems[:max(1, self.workers)]) if mems else None
 
 
 @dataclass
@@ -414,6 +418,13 @@ class Prober:
         self.failed: dict[str, dict] = {}  # probes that failed in this object (out of memory...): not tried twice
         self.log = log or (lambda msg: print(f"[estimate] {msg}", file=sys.stderr, flush=True))
 
+    @property
+    def on_cpu(self) -> bool:
+        """Whether the estimate is a CPU's (this machine's CPU, or a cache's CPU named by ``label``)."""
+        if self.label is not None:
+            return not self._exact
+        return self.device.split(":")[0] == "cpu"
+
     def device_key(self, threads: int) -> str:
         """The device as this object's cache keys name it (``label``'s spelling where one is given)."""
         if self.label is None:
@@ -543,6 +554,15 @@ def critical_path(times: dict[str, float], deps: dict[str, list[str]]) -> tuple[
     while best_prev[path[-1]] is not None:
         path.append(best_prev[path[-1]])
     return finish[end], path[::-1]
+
+
+def list_makespan(seconds: list[float], workers: int) -> float:
+    """The wall time of tasks of ``seconds`` run in that order on ``workers`` workers, each free worker taking the next
+    (a process pool's order: ``featlearn.templates.sweeps.engine.group_pool``)."""
+    free = [0.0] * max(1, workers)
+    for t in seconds:
+        heapq.heappush(free, heapq.heappop(free) + t)
+    return max(free)
 
 
 def makespan(times: dict[str, float], deps: dict[str, list[str]], gpu: dict[str, bool], n_gpus: int) -> float:
@@ -747,7 +767,7 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
                 node.seconds, where = walls[node.label]
                 node.source += f"; {where}: {duration(node.seconds)}"
             continue
-        seconds, longest, missing, notes = 0.0, 0.0, [], []
+        seconds, longest, missing, notes, part_seconds = 0.0, 0.0, [], [], []
         recs = probe_parts(node.rule, node.cost.parts, prober)
         interpolated = sum(1 for r in recs if r and r.get("interpolated"))
         if interpolated:
@@ -760,8 +780,9 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
             if rec is None or "seconds_per_step" not in rec:
                 missing.append("not in the cache" if rec is None else rec["error"])
                 continue
-            seconds += part.steps * rec["seconds_per_step"]
-            longest = max(longest, part.steps * rec["seconds_per_step"])
+            part_seconds.append(part.steps * rec["seconds_per_step"])
+            seconds += part_seconds[-1]
+            longest = max(longest, part_seconds[-1])
             if rec.get("note"):
                 notes.append(rec["note"])
         if missing:
@@ -769,6 +790,10 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
             node.source = f"{len(missing)} of {len(node.cost.parts)} probes missing ({missing[0]})"
         else:
             start = prober.startup() or 0.0
+            workers = node.cost.workers if prober.on_cpu else 1
+            if workers > 1:  # the groups of a CPU job of several threads train that many at once
+                seconds = list_makespan(part_seconds, workers)
+                notes.insert(0, f"{len(part_seconds)} parts on {workers} workers of one thread")
             node.seconds = start + seconds * (1 + node.cost.eval_share)
             node.source = "probe" + (f"; {notes[0]}" + (f" (+{len(notes) - 1} more parts)" if len(notes) > 1 else "")
                                      if notes else "")

@@ -72,7 +72,9 @@ def groups_cost(node: Node, curves: list) -> Cost:
                      # parameters, which hold no denormal floats, so it times the same step either way (and on a GPU
                      # the switch does nothing); one key for both keeps every cached probe valid (docs/estimate.md)
                      **({"cuda_graphs": True} if g.cuda_graphs else {})}
-            parts.append(Part(probe("sweep", shape, "runs", node.threads, f"{__name__}:sweep_probe"),
+            # a group trains on one thread whatever the job's threads (engine.group_pool: a CPU job of N threads
+            # trains N groups at once; Cost.workers)
+            parts.append(Part(probe("sweep", shape, "runs", 1, f"{__name__}:sweep_probe"),
                               g.epochs * g.steps_per_epoch, R, per_sample * samples * R,
                               R * run_memory_bytes(g, vocab),
                               # what the probe updates (at its n's vocabulary): the measure it is fitted on
@@ -81,7 +83,7 @@ def groups_cost(node: Node, curves: list) -> Cost:
                 "FLOPs = 6 P_ne x samples x positions x R per step (MLP: 6 P_ne x samples x R, first layer hidden x inputs); "
                 "parameters updated = R x P per step; "
                 "memory = 4 B x R (6P + 8 samples x positions x width + 4 samples x outputs) [D]",
-                f"{len(parts)} groups")
+                f"{len(parts)} groups", workers=max(1, node.threads))
 
 
 def sweep_cost(node: Node, results: str = "results") -> Cost:

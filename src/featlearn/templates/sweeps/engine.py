@@ -45,8 +45,10 @@ import functools
 import itertools
 import json
 import math
+import multiprocessing
 import sys
 import time
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import KW_ONLY, dataclass, field, replace
 
 import numpy as np
@@ -842,7 +844,7 @@ def _curve_frame(group: Group, res: GroupResult) -> pd.DataFrame:
     return frame
 
 
-def sweep_frames(settings: dict, work_dir: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def sweep_frames(settings: dict, work_dir: str | None = None, pool=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Train every group of ``settings`` (see ``expand_groups``); returns (one row per run, curves).
 
     With ``work_dir`` (a compute job's resume folder) each finished group's frames are kept there
@@ -850,25 +852,76 @@ def sweep_frames(settings: dict, work_dir: str | None = None) -> tuple[pd.DataFr
     earlier, killed run of the same job under the same run identity is loaded instead of trained: groups share
     nothing (each run's data, init and shuffles come from its own seed), so the tables equal an uninterrupted
     run's. The group being trained when the job was killed takes up from its last checkpoint (``train_group``: one
-    every ``CHECKPOINT_SECONDS`` of its training), which goes once its frames are kept."""
-    from featlearn.training import load_part, remove_part, save_part
+    every ``CHECKPOINT_SECONDS`` of its training), which goes once its frames are kept. With ``pool``
+    (:func:`group_pool`) the groups train in its processes, several at once."""
+    return collect_frames(sweep_parts(settings, work_dir, pool))
 
-    rows, curves = [], []
+
+def sweep_parts(settings: dict, work_dir: str | None = None, pool=None) -> list:
+    """Each group's frames of ``settings`` (``sweep_frames``), in the groups' order: loaded from ``work_dir``, trained
+    here, or, with a ``pool``, a future of them, so that a caller can start the groups of several sweeps before it
+    waits for any (``collect_frames``)."""
+    from featlearn.training import load_part
+
+    parts = []
     for group in expand_groups(settings):
         key = {"sweep": settings, "n": group.n, "runs": [[r.seed, r.lr, r.variant] for r in group.runs]}
         frames = load_part(work_dir, key, log=_log) if work_dir else None
         if frames is not None:
             _log(f"resuming: [templates] {group.task.name} {group.arch} n={group.n} R={len(group.runs)} was finished "
                  "by an earlier run of this job; loaded")
+            parts.append(frames)
+        elif pool is None:
+            parts.append(_trained_frames(group, work_dir, key))
         else:
-            res = train_group(group, work_dir, key)
-            frames = (_group_frame(group, res), _curve_frame(group, res))
-            if work_dir:
-                save_part(work_dir, key, frames)
-                remove_part(work_dir, checkpoint_key(key))  # the finished frames stand for the group now
-        rows.append(frames[0])
-        curves.append(frames[1])
-    return pd.concat(rows, ignore_index=True), pd.concat(curves, ignore_index=True)
+            parts.append(pool.submit(_trained_frames, group, work_dir, key))
+    return parts
+
+
+def collect_frames(parts: list) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one row per run, curves) of ``sweep_parts``'s parts, waiting for those still training."""
+    frames = [p.result() if isinstance(p, Future) else p for p in parts]
+    return pd.concat([f[0] for f in frames], ignore_index=True), pd.concat([f[1] for f in frames], ignore_index=True)
+
+
+def _trained_frames(group: Group, work_dir: str | None, key: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Train one group and keep its frames in ``work_dir`` (its checkpoint goes: the frames stand for it now)."""
+    from featlearn.training import remove_part, save_part
+
+    res = train_group(group, work_dir, key)
+    frames = (_group_frame(group, res), _curve_frame(group, res))
+    if work_dir:
+        save_part(work_dir, key, frames)
+        remove_part(work_dir, checkpoint_key(key))
+    return frames
+
+
+def _pool_worker() -> None:
+    """Set up a process of :func:`group_pool`: one torch thread, freed memory kept, as a 1-thread compute job."""
+    from featlearn.allocator import keep_freed_memory
+
+    keep_freed_memory()
+    torch.set_num_threads(1)
+
+
+@contextlib.contextmanager
+def group_pool(workers: int, device: str = "cpu"):
+    """A pool of ``workers`` processes of one torch thread each, in which a CPU job trains that many sweep groups at
+    once (None for one worker or a GPU job: the groups train one after another in the job's process).
+
+    Groups share nothing, and each trains on one thread in either case, so the tables of a job of any ``threads``
+    are byte-identical to those of a 1-thread job (tested); the job's peak memory is that of its largest groups
+    at once. A job of many small groups on a machine with cores to spare is what gains (docs/performance.md)."""
+    if workers <= 1 or torch.device(device).type != "cpu":
+        yield None
+        return
+    ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch's threads
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_pool_worker) as pool:
+        try:
+            yield pool
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
 
 
 def _log(message: str) -> None:

@@ -35,7 +35,7 @@ import torch
 
 from featlearn.templates.models import build_model, count_parameters
 from featlearn.io import write_csv
-from featlearn.templates.sweeps.engine import sweep_frames
+from featlearn.templates.sweeps.engine import collect_frames, group_pool, sweep_parts
 from featlearn.templates.sweeps.grids import GRIDS, sweep_figure
 from featlearn.templates.tasks import TASKS, check_data, make_datasets, make_task
 
@@ -93,11 +93,13 @@ def _optional_keys(cfg: dict) -> dict:
             **({"flush_denormal": True} if cfg.get("flush_denormal") else {})}
 
 
-def run_figure(fig: str, cfg: dict, out: str, device: str = "cpu", work_dir: str | None = None) -> None:
+def run_figure(fig: str, cfg: dict, out: str, device: str = "cpu", work_dir: str | None = None,
+               workers: int = 1) -> None:
     """Train every curve of the grid behind figure ``fig`` and write one row per run to ``out`` (``work_dir``: where
-    finished groups are kept for a killed job's rerun, ``engine.sweep_frames``)."""
+    finished groups are kept for a killed job's rerun, ``engine.sweep_frames``; ``workers``: groups trained at once
+    on a CPU, ``engine.group_pool``)."""
     grid = sweep_figure(fig).grid
-    runs = _train_curves(figure_curves(fig, cfg, device), f"grid {grid}", work_dir)
+    runs = _train_curves(figure_curves(fig, cfg, device), f"grid {grid}", work_dir, workers, device)
     runs["figure"] = grid
     write_csv(runs.drop(columns=["group_seconds"]), out)  # no wall time: the table is byte-identical across runs
 
@@ -144,27 +146,35 @@ def calibration_curves(cfg: dict, device: str = "cpu") -> list[tuple[dict, dict]
     return curves
 
 
-def _train_curves(curves: list[tuple[dict, dict]], title: str, work_dir: str | None = None):
-    """Train every curve; one row per run with its curve label, panel, swept quantity and value."""
+def _train_curves(curves: list[tuple[dict, dict]], title: str, work_dir: str | None = None, workers: int = 1,
+                  device: str = "cpu"):
+    """Train every curve; one row per run with its curve label, panel, swept quantity and value. With ``workers`` > 1
+    on a CPU the groups of every curve are started before any is waited for, so that no core waits at a curve's end."""
     import pandas as pd
 
-    frames = []
-    for meta, settings in curves:
-        labels = meta["labels"]
-        print(f"templates {title}: {settings['task']['name']} {', '.join(dict.fromkeys(labels.values()))}", flush=True)
-        runs, _ = sweep_frames(settings, work_dir)
-        runs.insert(0, "curve", runs["variant"].map(labels))
-        runs.insert(1, "panel", meta["panel"])
-        runs.insert(2, "axis", meta["axis"])
-        runs.insert(3, "value", meta["value"])
-        frames.append(runs)
+    with group_pool(workers, device) as pool:
+        started = []
+        for meta, settings in curves:
+            labels = meta["labels"]
+            print(f"templates {title}: {settings['task']['name']} {', '.join(dict.fromkeys(labels.values()))}",
+                  flush=True)
+            started.append((meta, sweep_parts(settings, work_dir, pool)))
+        frames = []
+        for meta, parts in started:
+            runs, _ = collect_frames(parts)
+            runs.insert(0, "curve", runs["variant"].map(meta["labels"]))
+            runs.insert(1, "panel", meta["panel"])
+            runs.insert(2, "axis", meta["axis"])
+            runs.insert(3, "value", meta["value"])
+            frames.append(runs)
     return pd.concat(frames, ignore_index=True)
 
 
 def calibrate(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Compute job ``templates_calibration``: the runs of ``calibration_curves`` (settings: ``sweeps``, the
     shared keys of ``templates.sweeps`` with its ``calibration``) to ``outputs["runs"]``."""
-    runs = _train_curves(calibration_curves(settings["sweeps"], ctx.device), "calibration", ctx.work_dir)
+    runs = _train_curves(calibration_curves(settings["sweeps"], ctx.device), "calibration", ctx.work_dir, ctx.threads,
+                         ctx.device)
     runs["figure"] = "calibration"
     write_csv(runs.drop(columns=["group_seconds"]), outputs["runs"])
 
@@ -172,7 +182,8 @@ def calibrate(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
 def sweep(settings: dict, inputs: dict, outputs: dict, ctx) -> None:
     """Compute job ``templates_sweep``: every run of grid ``settings["grid"]`` (settings: ``grid`` and
     ``sweeps``, the shared keys of ``templates.sweeps`` plus the grid's own) to ``outputs["runs"]``."""
-    run_figure(settings["grid"], settings["sweeps"], outputs["runs"], device=ctx.device, work_dir=ctx.work_dir)
+    run_figure(settings["grid"], settings["sweeps"], outputs["runs"], device=ctx.device, work_dir=ctx.work_dir,
+               workers=ctx.threads)
 
 
 def data_and_identity_checks(n: int = 64, seeds: int = 3) -> list[dict]:
