@@ -372,6 +372,21 @@ def test_the_group_checkpoint_benchmark_resumes_a_paper_scale_group_bit_for_bit(
     assert done.stdout.rstrip().endswith("resumed equals uninterrupted bit for bit: True")
 
 
+def test_the_group_pool_benchmark_times_one_and_two_workers_and_compares_their_tables():
+    """``benchmarks/group_pool.py`` on the smoke config's Fig. 25 cut to 2 epochs: a line per worker count, the
+    second's table byte-identical to the first's."""
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FEATLEARN_")}
+    env["PYTHONPATH"] = str(root / "src")
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / "group_pool.py"), "--scale", "smoke", "--figures",
+                           "25", "--epochs", "2", "--workers", "1", "2"], capture_output=True, text=True, env=env,
+                          cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [(r["figure"], r["workers"], r["epochs"]) for r in rows] == [("25", 1, 2), ("25", 2, 2)]
+    assert all(r["identical_to_first"] and r["seconds"] > 0 for r in rows)
+
+
 def test_the_group_memory_benchmark_measures_a_peak_per_size_and_refuses_what_cannot_fit(tmp_path):
     """``benchmarks/group_memory.py`` on a small paper-scale Fig. 5 group (copy, d_emb 64, n 64) at 1 and 2 runs: a
     positive peak and the formula for each, written as JSON; grid 3c's 40 runs of n 262,144 (330 GiB by the formula)
