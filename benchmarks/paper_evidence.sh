@@ -5,6 +5,8 @@
 #   bash benchmarks/paper_evidence.sh fig_joma_4 table_joma_1        # the figures to run (rule names)
 #   RUN_DIR=/scratch/paper bash benchmarks/paper_evidence.sh ...       # where the run's results/ go
 #   SNAKEMAKE_ARGS="--workflow-profile profiles/gpu" bash benchmarks/paper_evidence.sh ...   # on a GPU
+#   EXTRA_CONFIG=$PWD/cores.yaml bash benchmarks/paper_evidence.sh fig_templates_25   # a config merged over paper.yaml
+#       (an absolute path; e.g. templates: {sweeps: {threads: 2}}: a sweep job trains 2 groups at once on a CPU)
 #
 # The run happens in a clone of this checkout's HEAD (RUN_DIR, default ../featlearn-paper-run), so its results/ never
 # mix with a default-scale run's and its record names a commit; it is resumed when RUN_DIR already holds that clone.
@@ -50,7 +52,7 @@ start=$(date +%s)
 # each target runs its figure and prepares what evidence add copies (rule figure_evidence); the targets come first,
 # so that an option of SNAKEMAKE_ARGS taking several values (--prioritize, --config) cannot take them as its own
 # shellcheck disable=SC2086  # SNAKEMAKE_ARGS and targets are lists of arguments
-(cd "$RUN_DIR" && snakemake $targets --cores all --keep-going ${SNAKEMAKE_ARGS:-} --configfile config/paper.yaml)
+(cd "$RUN_DIR" && snakemake $targets --cores all --keep-going ${SNAKEMAKE_ARGS:-} --configfile config/paper.yaml ${EXTRA_CONFIG:-})
 status=$?
 echo "paper-scale run: $(( $(date +%s) - start )) s, snakemake exit status $status"
 

@@ -378,7 +378,7 @@ def test_the_evidence_script_keeps_its_targets_when_snakemake_args_take_several_
     fake.write_text(f'#!/usr/bin/env bash\nprintf "%s\\n" "$@" > {argv}\n')
     fake.chmod(0o755)
     env = {**os.environ, "RUN_DIR": str(tmp_path / "run"), "PATH": f"{bin_dir}:{os.environ['PATH']}",
-           "SNAKEMAKE_ARGS": "--prioritize results/joma/eq6_exact.csv"}
+           "SNAKEMAKE_ARGS": "--prioritize results/joma/eq6_exact.csv", "EXTRA_CONFIG": str(tmp_path / "cores.yaml")}
     done = subprocess.run(["bash", str(REPO / "benchmarks" / "paper_evidence.sh"), "fig_joma_4", "fig_scan_snap_3"],
                           cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode != 0 and "0 of 2 figures added" in done.stdout
@@ -387,4 +387,5 @@ def test_the_evidence_script_keeps_its_targets_when_snakemake_args_take_several_
     assert args[:2] == targets
     prioritize = args.index("--prioritize")
     assert args[prioritize + 1] == "results/joma/eq6_exact.csv" and args[prioritize + 2].startswith("--")
-    assert args[args.index("--configfile") + 1] == "config/paper.yaml"
+    assert args[args.index("--configfile") + 1:args.index("--configfile") + 3] == ["config/paper.yaml",
+                                                                                str(tmp_path / "cores.yaml")]
