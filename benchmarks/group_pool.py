@@ -47,7 +47,7 @@ def main() -> None:
                 table = open(out, "rb").read()
                 reference = table if reference is None else reference
                 print(json.dumps({"figure": fig, "scale": args.scale, "epochs": cfg["epochs"], "workers": workers,
-                                  "seconds": round(seconds, 1), "identical_to_first": table == reference,
+                                  "seconds": round(seconds, 3), "identical_to_first": table == reference,
                                   "cpus": os.cpu_count()}), flush=True)
 
 
