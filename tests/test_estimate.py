@@ -273,6 +273,16 @@ def test_list_makespan_takes_the_tasks_in_order_on_the_first_free_worker():
     assert E.list_makespan([2, 3], 1) == 5 and E.list_makespan([], 3) == 0
 
 
+def test_the_parts_of_a_job_of_several_workers_are_taken_largest_work_first():
+    """A templates sweep job of several workers hands its groups to its pool largest ``group_work`` first
+    (``engine.GroupQueue``), so the estimate schedules its parts in that order: a long part listed last no longer
+    comes last. Ties (and parts without a work) keep their listed order."""
+    assert E.work_order([(1.0, "a"), (5.0, "b"), (None, "c"), (5.0, "d")]) == [(5.0, "b"), (5.0, "d"), (1.0, "a"),
+                                                                                (None, "c")]
+    seconds = [(1.0, 1.0), (1.0, 1.0), (5.0, 5.0)]
+    assert E.list_makespan([t for _, t in E.work_order(seconds)], 2) == 5  # in the listed order: 6
+
+
 def test_a_cpu_sweep_job_of_several_threads_is_estimated_as_its_groups_at_once(repo, tmp_path):
     """A sweep job of 2 threads trains its groups 2 at once on a CPU, each on one thread (``engine.group_pool``): its
     probes are the 1-thread job's, its time the groups' makespan on 2 workers, its memory the 2 largest groups'

@@ -280,6 +280,65 @@ def test_a_cpu_sweep_job_of_two_threads_trains_two_groups_at_once_and_writes_the
     assert (tmp_path / "again.csv").read_bytes() == one.read_bytes()
 
 
+class _RecordingPool:
+    """A stand-in for a process pool that runs each call at once and records the order of submission."""
+
+    def __init__(self):
+        self.calls = []
+
+    def submit(self, fn, *args):
+        from concurrent.futures import Future
+
+        self.calls.append(args)
+        done = Future()
+        done.set_result(fn(*args))
+        return done
+
+
+def test_a_group_queue_hands_the_costliest_groups_to_the_pool_first():
+    """``GroupQueue`` holds a job's groups until the first result is asked for, then submits them largest work first
+    (ties in the order queued); a group queued after that goes to the pool at once. Every result is its own call's."""
+    from featlearn.templates.sweeps.engine import GroupQueue, collect_frames
+
+    pool = _RecordingPool()
+    queue = GroupQueue(pool)
+    works = {"a": 1.0, "b": 5.0, "c": 3.0, "d": 5.0}
+    parts = [queue.submit(w, lambda name: (pd.DataFrame({"g": [name]}), pd.DataFrame()), name) for name, w in works.items()]
+    assert pool.calls == [] and queue.order() == [5.0, 5.0, 3.0, 1.0]  # nothing runs before a result is asked for
+    runs, _ = collect_frames(parts)
+    assert [c[0] for c in pool.calls] == ["b", "d", "c", "a"]
+    assert list(runs["g"]) == ["a", "b", "c", "d"]  # the table keeps the groups' own order
+    late = queue.submit(9.0, lambda: "late")
+    assert late.result() == "late" and len(pool.calls) == 5 and queue.order() == []
+
+
+def test_group_work_is_the_formula_of_its_measures_and_ranks_a_paper_grid_by_size():
+    """``group_work`` = epochs x (steps/epoch x (4e7 + FLOPs + 460 x R x P + 6.2e7 x R) + 0.93 x the evaluation's
+    forward FLOPs);
+    ``step_flops`` is the FLOPs the estimate gives a group's step (its part). Paper-scale Fig. 25's costliest groups are
+    its n 8,192 ones (8 minibatches an epoch, the largest one-hot first layer), MLP + XX^T before the MLP."""
+    from featlearn.lm_bench import load_config
+    from featlearn.templates.sweeps import engine as S
+
+    group = S.expand_groups({**figure_curves("25", TINY)[0][1], "progress": False})[1]  # the MLP at n 8
+    size = S.model_size(group, S.group_vocab(group))
+    R, samples = len(group.runs), min(group.n, group.batch)
+    flops = S.step_flops(group, size)
+    hidden, inputs = size.first_layer
+    assert flops == 6 * (size.outside_embeddings - hidden * inputs + hidden * group.task.length) * samples * R
+    expected = group.epochs * (group.steps_per_epoch * (4e7 + flops + 460.0 * R * size.parameters + 6.2e7 * R)
+                               + 0.93 * flops / samples / 3 * (group.n_val + group.n_test))
+    assert S.group_work(group) == pytest.approx(expected)
+
+    paper = load_config("paper")["templates"]["sweeps"]
+    groups = [g for _, st in figure_curves("25", paper) for g in S.expand_groups({**st, "progress": False})]
+    ranked = sorted(groups, key=S.group_work, reverse=True)
+    assert [(g.arch, g.n) for g in ranked[:2]] == [("mlp_xxt", 8192), ("mlp", 8192)]
+    for arch in ("mlp", "mlp_xxt"):
+        works = [S.group_work(g) for g in groups if g.arch == arch]
+        assert works == sorted(works)  # more samples, more work
+
+
 def test_a_group_pool_is_none_for_one_worker_or_a_gpu_job():
     from featlearn.templates.sweeps.engine import group_pool
 
@@ -372,19 +431,69 @@ def test_the_group_checkpoint_benchmark_resumes_a_paper_scale_group_bit_for_bit(
     assert done.stdout.rstrip().endswith("resumed equals uninterrupted bit for bit: True")
 
 
-def test_the_group_pool_benchmark_times_one_and_two_workers_and_compares_their_tables():
-    """``benchmarks/group_pool.py`` on the smoke config's Fig. 25 cut to 2 epochs: a line per worker count, the
-    second's table byte-identical to the first's."""
+def _benchmark_lines(script: str, *args: str) -> list[dict]:
+    """The JSON lines that ``benchmarks/<script>`` prints with ``args`` (it must exit 0), run from the repository."""
     root = Path(__file__).resolve().parents[2]
     env = {k: v for k, v in os.environ.items() if not k.startswith("FEATLEARN_")}
     env["PYTHONPATH"] = str(root / "src")
-    done = subprocess.run([sys.executable, str(root / "benchmarks" / "group_pool.py"), "--scale", "smoke", "--figures",
-                           "25", "--epochs", "2", "--workers", "1", "2"], capture_output=True, text=True, env=env,
-                          cwd=root, timeout=300)
+    done = subprocess.run([sys.executable, str(root / "benchmarks" / script), *args], capture_output=True, text=True,
+                          env=env, cwd=root, timeout=300)
     assert done.returncode == 0, done.stderr
-    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def test_the_group_pool_benchmark_times_one_and_two_workers_and_compares_their_tables():
+    """``benchmarks/group_pool.py`` on the smoke config's Fig. 25 cut to 2 epochs: a line per worker count, the
+    second's table byte-identical to the first's."""
+    rows = _benchmark_lines("group_pool.py", "--scale", "smoke", "--figures", "25", "--epochs", "2", "--workers", "1", "2")
     assert [(r["figure"], r["workers"], r["epochs"]) for r in rows] == [("25", 1, 2), ("25", 2, 2)]
     assert all(r["identical_to_first"] and r["seconds"] > 0 for r in rows)
+
+
+def test_the_group_order_benchmark_times_each_group_and_schedules_three_orders():
+    """``benchmarks/group_order.py`` on the smoke config's Fig. 25 cut to 2 epochs: a line per group (its work and a
+    positive time), then per worker count the makespans of the listed order, ``group_work``'s order and the measured
+    times' order; none is below the longest group or above the groups' sum."""
+    from featlearn.templates.sweeps import engine
+
+    rows = _benchmark_lines("group_order.py", "--scale", "smoke", "--figures", "25", "--epochs", "2", "--workers", "2")
+    groups = [r for r in rows if "arch" in r]
+    (total,) = [r for r in rows if "workers" in r]
+    expected = [g for _, st in figure_curves("25", {**_smoke_sweeps(), "epochs": 2})
+                for g in engine.expand_groups({**st, "progress": False})]
+    assert [(r["arch"], r["n"]) for r in groups] == [(g.arch, g.n) for g in expected]
+    assert [r["work"] for r in groups] == pytest.approx([engine.group_work(g) for g in expected])
+    assert all(r["seconds"] > 0 for r in groups) and total["workers"] == 2
+    seconds = [r["seconds"] for r in groups]
+    for key in ("makespan_listed_s", "makespan_by_work_s", "makespan_by_measured_s"):
+        assert max(seconds) - 1e-3 <= total[key] <= sum(seconds) + 1e-3
+
+
+def test_the_group_order_benchmark_refits_planted_weights():
+    """``fit_weights`` recovers the weights of times planted as an exact sum of its terms (FLOPs' weight 1)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "group_order.py"
+    spec = importlib.util.spec_from_file_location("group_order", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    weights = {"step": 3e7, "flops": 1.0, "update": 400.0, "run_step": 0.0, "eval_flops": 2.0}
+    rows = []
+    for i in range(12):
+        r = {"steps": 10 * (i % 4 + 1), "flops_per_step": 1e8 * (i + 1), "updates_per_step": 1e5 * (12 - i) ** 2,
+             "runs": 1 + i % 3, "eval_flops": 5e8 * (i % 5 + 1)}
+        r["seconds"] = 1e-10 * (r["steps"] * (weights["step"] + r["flops_per_step"] + 400.0 * r["updates_per_step"])
+                                + 2.0 * r["eval_flops"])
+        rows.append(r)
+    fit = bench.fit_weights(rows)
+    assert fit["weights_in_flops"] == pytest.approx(weights, rel=1e-6, abs=1e-3)
+    assert fit["spearman"] > 0.99 and fit["median_relative_error"] < 1e-6
+
+
+def _smoke_sweeps() -> dict:
+    from featlearn.lm_bench import load_config
+
+    return load_config("smoke")["templates"]["sweeps"]
 
 
 def test_the_group_memory_benchmark_measures_a_peak_per_size_and_refuses_what_cannot_fit(tmp_path):

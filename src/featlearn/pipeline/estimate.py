@@ -79,7 +79,9 @@ class Part:
     """A homogeneous piece of a job: ``steps`` optimiser steps of ``runs`` runs trained together, at one probed
     shape. ``flops`` and ``memory`` are per step and for the whole part's batch of runs (None: not derived);
     ``updates_per_step``: the parameters its optimiser updates each step, all runs together (None: not derived), a
-    second measure of a step's work besides its FLOPs, for the interpolation between probes (``probe_parts``)."""
+    second measure of a step's work besides its FLOPs, for the interpolation between probes (``probe_parts``);
+    ``work``: the key by which a job of several workers takes its parts, the largest first (a templates sweep's
+    ``group_work``; None: in the listed order)."""
 
     probe: "Probe | None"
     steps: int
@@ -87,6 +89,7 @@ class Part:
     flops_per_step: float | None = None
     memory_bytes: float | None = None
     updates_per_step: float | None = None
+    work: float | None = None
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,7 @@ class Cost:
     eval_note: str = ""
     formula: str = ""
     note: str = ""
-    workers: int = 1  # parts trained at once on a CPU, in this order (a templates sweep job's groups, list_makespan)
+    workers: int = 1  # parts trained at once on a CPU, largest work first (a templates sweep job's groups, list_makespan)
 
     @property
     def runs(self) -> int:
@@ -556,6 +559,12 @@ def critical_path(times: dict[str, float], deps: dict[str, list[str]]) -> tuple[
     return finish[end], path[::-1]
 
 
+def work_order(items: list[tuple[float | None, object]]) -> list[tuple[float | None, object]]:
+    """(work, item) pairs in the order a pool of workers takes them: the largest work first (a work of None counts as
+    0), ties in their listed order (``featlearn.templates.sweeps.engine.GroupQueue``)."""
+    return sorted(items, key=lambda pair: -(pair[0] or 0.0))
+
+
 def list_makespan(seconds: list[float], workers: int) -> float:
     """The wall time of tasks of ``seconds`` run in that order on ``workers`` workers, each free worker taking the next
     (a process pool's order: ``featlearn.templates.sweeps.engine.group_pool``)."""
@@ -780,9 +789,9 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
             if rec is None or "seconds_per_step" not in rec:
                 missing.append("not in the cache" if rec is None else rec["error"])
                 continue
-            part_seconds.append(part.steps * rec["seconds_per_step"])
-            seconds += part_seconds[-1]
-            longest = max(longest, part_seconds[-1])
+            part_seconds.append((part.work, part.steps * rec["seconds_per_step"]))
+            seconds += part_seconds[-1][1]
+            longest = max(longest, part_seconds[-1][1])
             if rec.get("note"):
                 notes.append(rec["note"])
         if missing:
@@ -791,8 +800,8 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
         else:
             start = prober.startup() or 0.0
             workers = node.cost.workers if prober.on_cpu else 1
-            if workers > 1:  # the groups of a CPU job of several threads train that many at once
-                seconds = list_makespan(part_seconds, workers)
+            if workers > 1:  # the groups of a CPU job of several threads train that many at once, largest work first
+                seconds = list_makespan([t for _, t in work_order(part_seconds)], workers)
                 notes.insert(0, f"{len(part_seconds)} parts on {workers} workers of one thread")
             node.seconds = start + seconds * (1 + node.cost.eval_share)
             node.source = "probe" + (f"; {notes[0]}" + (f" (+{len(notes) - 1} more parts)" if len(notes) > 1 else "")

@@ -50,21 +50,15 @@ def groups_cost(node: Node, curves: list) -> Cost:
     memory = 4 B x R (6 P + 8 samples x positions x width + 4 samples x outputs), width the widest layer's output,
     outputs the vocabulary of a next-token task (its logits) or 1 (:func:`featlearn.templates.sweeps.engine.run_memory_bytes`,
     which also caps a group's runs where ``max_group_gb`` is set)."""
-    from featlearn.templates.sweeps.engine import expand_groups, group_vocab, model_size, run_memory_bytes
+    from featlearn.templates.sweeps.engine import (expand_groups, group_vocab, group_work, model_size, run_memory_bytes,
+                                                   step_flops)
 
     parts = []
     for _, settings in curves:
         for g in expand_groups({**settings, "progress": False}):
             R = len(g.runs)
-            samples = min(g.n, g.batch)
             vocab = group_vocab(g)  # the job's vocabulary
             size = model_size(g, vocab)  # one run's model, counted on the meta device
-            if g.arch.startswith("mlp"):  # the one-hot first layer is a sum of the selected columns: hidden x inputs
-                hidden, inputs = size.first_layer
-                per_sample = 6 * (size.outside_embeddings - hidden * inputs
-                                  + hidden * (g.task.length + g.task.length ** 2 * (g.arch == "mlp_xxt")))
-            else:  # a sequence model applies its weights at every position
-                per_sample = 6 * size.outside_embeddings * g.task.length
             shape = {"task": settings["task"], "arch": g.arch, "model": g.model, "variants": sorted({r.variant for r in g.runs}),
                      "runs": R, "batch": g.batch, "n_probe": probe_n(g), "trainable": list(g.trainable) if g.trainable else None,
                      "dtype": str(g.dtype), "eval_every": g.eval_every, "n_val": g.n_val, "n_test": g.n_test,
@@ -75,10 +69,11 @@ def groups_cost(node: Node, curves: list) -> Cost:
             # a group trains on one thread whatever the job's threads (engine.group_pool: a CPU job of N threads
             # trains N groups at once; Cost.workers)
             parts.append(Part(probe("sweep", shape, "runs", 1, f"{__name__}:sweep_probe"),
-                              g.epochs * g.steps_per_epoch, R, per_sample * samples * R,
+                              g.epochs * g.steps_per_epoch, R, step_flops(g, size),
                               R * run_memory_bytes(g, vocab),
                               # what the probe updates (at its n's vocabulary): the measure it is fitted on
-                              updates_per_step=R * model_size(g, probe_vocab(g)).parameters))
+                              updates_per_step=R * model_size(g, probe_vocab(g)).parameters,
+                              work=group_work(g)))  # a job of several workers takes its groups largest work first
     return Cost(parts, 0.0, "evaluation (validation + test, every epoch) is inside the timed probe epochs",
                 "FLOPs = 6 P_ne x samples x positions x R per step (MLP: 6 P_ne x samples x R, first layer hidden x inputs); "
                 "parameters updated = R x P per step; "

@@ -239,6 +239,48 @@ def run_memory_bytes(group: Group, vocab_size: int) -> int:
     return 4 * (6 * size.parameters + 8 * samples * group.task.length * size.width + 4 * samples * outputs)
 
 
+def step_flops(group: Group, size: ModelSize) -> int:
+    """FLOPs of one training step of ``group``, all its runs (the estimate's formula, ``featlearn.templates.cost``):
+    6 x P_ne x samples x positions x R, ``size`` one run's model (:func:`model_size`). A sequence model applies its
+    weights at each of the task's positions [D: an upper bound for a readout on the last position only]; the MLPs'
+    one-hot first layer counts hidden x inputs, as it is computed (a sum of the selected columns)."""
+    if group.arch.startswith("mlp"):
+        hidden, inputs = size.first_layer
+        length = group.task.length
+        per_sample = 6 * (size.outside_embeddings - hidden * inputs
+                          + hidden * (length + length ** 2 * (group.arch == "mlp_xxt")))
+    else:
+        per_sample = 6 * size.outside_embeddings * group.task.length
+    return per_sample * min(group.n, group.batch) * len(group.runs)
+
+
+# The weights of group_work's terms, in FLOP-equivalents, fitted by non-negative least squares to the wall times of
+# the 130 groups of 10 default-scale grids (Figs. 25, 22, 9, 14, 5, 17, 8, 2c, 16, 13 at 40 epochs; 1 thread, a 2-core
+# Intel Xeon, 2026-12-03; docs/performance.md, "Costliest group first"): a parameter that Adam updates costs about 460
+# FLOPs of the step's products (a memory-bound update), a step a fixed 4e7 and each run's share of it 6.2e7 (the
+# launches and Python work of small models), an evaluated sample's forward about its FLOPs. Only the order they give
+# matters: on those grids it is the order of the measured times' (the same makespans on 2 and 4 workers).
+STEP_FLOP_EQUIVALENT = 4e7
+RUN_STEP_FLOP_EQUIVALENT = 6.2e7
+UPDATE_FLOP_EQUIVALENT = 460.0
+EVAL_FLOP_EQUIVALENT = 0.93
+
+
+def group_work(group: Group) -> float:
+    """A group's training work in FLOP-equivalents (the order in which a CPU job's :func:`group_pool` takes its groups,
+    costliest first): epochs x (steps x (4e7 + FLOPs + 460 x parameters updated + 6.2e7 x runs) per step + 0.93 x the
+    FLOPs of the evaluation's forwards, a third of a trained sample's per evaluated sample / eval_every); the weights
+    are fitted to measured group times (above). A relative measure without a probe: the estimate's times come from
+    its probes."""
+    size = model_size(group, group_vocab(group))
+    R = len(group.runs)
+    flops = step_flops(group, size)
+    per_step = (STEP_FLOP_EQUIVALENT + flops + UPDATE_FLOP_EQUIVALENT * R * size.parameters
+                + RUN_STEP_FLOP_EQUIVALENT * R)
+    evaluation = EVAL_FLOP_EQUIVALENT * flops / min(group.n, group.batch) / 3 * (group.n_val + group.n_test)
+    return float(group.epochs * (group.steps_per_epoch * per_step + evaluation / group.eval_every))
+
+
 def group_vocab(group: Group) -> int:
     """The vocabulary of a group's data at its n (the datasets' token count, as the training builds them)."""
     from featlearn.templates.tasks import make_datasets
@@ -874,13 +916,13 @@ def sweep_parts(settings: dict, work_dir: str | None = None, pool=None) -> list:
         elif pool is None:
             parts.append(_trained_frames(group, work_dir, key))
         else:
-            parts.append(pool.submit(_trained_frames, group, work_dir, key))
+            parts.append(pool.submit(group_work(group), _trained_frames, group, work_dir, key))
     return parts
 
 
 def collect_frames(parts: list) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(one row per run, curves) of ``sweep_parts``'s parts, waiting for those still training."""
-    frames = [p.result() if isinstance(p, Future) else p for p in parts]
+    frames = [p.result() if isinstance(p, _Queued) else p for p in parts]
     return pd.concat([f[0] for f in frames], ignore_index=True), pd.concat([f[1] for f in frames], ignore_index=True)
 
 
@@ -904,10 +946,54 @@ def _pool_worker() -> None:
     torch.set_num_threads(1)
 
 
+class _Queued:
+    """A group's frames to come from a :class:`GroupQueue`: ``result()`` starts the queue (once) and waits."""
+
+    def __init__(self, queue: "GroupQueue"):
+        self._queue = queue
+        self.future: Future | None = None
+
+    def result(self):
+        self._queue.start()
+        return self.future.result()
+
+
+class GroupQueue:
+    """The groups of a job, queued on a process pool and handed to it costliest first (:func:`group_work`) when the
+    first result is asked for: so the longest groups do not come last, when the other workers have nothing left to
+    take. Groups queued after that go to the pool at once. The order changes no result: each group trains alone."""
+
+    def __init__(self, pool: ProcessPoolExecutor):
+        self.pool = pool
+        self._waiting: list[tuple[float, _Queued, tuple]] = []
+        self.started = False
+
+    def submit(self, work: float, fn, *args) -> _Queued:
+        queued = _Queued(self)
+        if self.started:
+            queued.future = self.pool.submit(fn, *args)
+        else:
+            self._waiting.append((work, queued, (fn, *args)))
+        return queued
+
+    def start(self) -> None:
+        if self.started:
+            return
+        self.started = True
+        for _, queued, call in sorted(self._waiting, key=lambda w: -w[0]):  # stable: ties in the order queued
+            queued.future = self.pool.submit(*call)
+        self._waiting = []
+
+    def order(self) -> list[float]:
+        """The works of the groups still waiting, in the order they will be submitted (largest first)."""
+        return sorted((w for w, _, _ in self._waiting), reverse=True)
+
+
 @contextlib.contextmanager
 def group_pool(workers: int, device: str = "cpu"):
-    """A pool of ``workers`` processes of one torch thread each, in which a CPU job trains that many sweep groups at
-    once (None for one worker or a GPU job: the groups train one after another in the job's process).
+    """A :class:`GroupQueue` on ``workers`` processes of one torch thread each, in which a CPU job trains that many
+    sweep groups at once, costliest first (None for one worker or a GPU job: the groups train one after another in
+    the job's process, in their order).
 
     Groups share nothing, and each trains on one thread in either case, so the tables of a job of any ``threads``
     are byte-identical to those of a 1-thread job (tested); the job's peak memory is that of its largest groups
@@ -918,7 +1004,7 @@ def group_pool(workers: int, device: str = "cpu"):
     ctx = multiprocessing.get_context("spawn")  # no fork of a process that holds torch's threads
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_pool_worker) as pool:
         try:
-            yield pool
+            yield GroupQueue(pool)
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
