@@ -311,3 +311,42 @@ def test_snapping_curve_shape():
     g = theory.gamma(t, 1.0, 1000, 10)
     i = int(np.argmax(g))
     assert 0 < i < len(t) - 1  # rises, then falls
+
+
+def _fig7_freeze_bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "fig7_freeze.py"
+    spec = importlib.util.spec_from_file_location("fig7_freeze", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+def test_the_fig7_freeze_benchmark_measures_planted_maps():
+    """``benchmarks/fig7_freeze.py``'s measures on planted causal maps of 3 sequences: one-hot rows that sharpen from
+    uniform by step 100 and then stay put freeze (ratio 0, no argmax moves); rows whose peak jumps to another key
+    between the last two steps change as much late as early. The probe sequence's ratio is the claims' own
+    ``freeze_ratio``."""
+    import numpy as np
+
+    from featlearn.scan_snap.figures import freeze_ratio
+
+    bench = _fig7_freeze_bench()
+    T = 6
+    uniform = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
+    first = np.eye(T)[[0] * T]  # every row on key 0
+    last = np.eye(T)[list(range(T))]  # every row on its own position
+    frozen = {0: np.stack([uniform] * 3), 100: np.stack([first] * 3), 200: np.stack([first] * 3)}
+    moving = {0: np.stack([uniform] * 3), 100: np.stack([first] * 3), 200: np.stack([first, last, first])}
+    steps = [0, 100, 200]
+    assert bench.freeze_ratios(frozen, steps, 0)["all"] == 0.0
+    assert bench.freeze_ratios(frozen, steps, 0)["share_below_0.25"] == 1.0
+    assert bench.changes(frozen, 0)[1]["argmax_moved"] == 0.0 and bench.changes(frozen, 0)[1]["row_max"] == 1.0
+    r = bench.freeze_ratios(moving, steps, 1)
+    assert r["probe"] == freeze_ratio({s: m[1] for s, m in moving.items()}, steps) > 1.0
+    assert r["share_below_0.25"] == 2 / 3 and r["sequences"] == 3
+    late = bench.changes(moving, 1)[1]
+    assert late["argmax_moved"] == 5 / 15  # sequence 1's rows 1-5 moved, of 3 x 5 rows
+    assert late["probe_change"] > late["all_change"] > 0
