@@ -49,7 +49,8 @@ def freeze_ratios(maps: dict[int, np.ndarray], map_steps: list[int], probe: int)
     late = np.abs(maps[map_steps[-1]] - maps[map_steps[-2]]).mean(axis=(1, 2))
     each = late / early
     return {"probe": float(each[probe]), "all": float(late.mean() / early.mean()),
-            "per_sequence_median": float(np.median(each)), "per_sequence_q10_q90": [float(np.quantile(each, q)) for q in (0.1, 0.9)],
+            "per_sequence_median": float(np.median(each)),
+            "per_sequence_q10_q90": [float(np.quantile(each, q)) for q in (0.1, 0.9)],
             "share_below_0.25": float((each < 0.25).mean()), "sequences": int(len(each))}
 
 
