@@ -73,7 +73,7 @@ def groups_cost(node: Node, curves: list) -> Cost:
                               R * run_memory_bytes(g, vocab),
                               # what the probe updates (at its n's vocabulary): the measure it is fitted on
                               updates_per_step=R * model_size(g, probe_vocab(g)).parameters,
-                              work=group_work(g)))  # a job of several workers takes its groups largest work first
+                              work=group_work(g, size)))  # a job of several workers takes its groups largest work first
     return Cost(parts, 0.0, "evaluation (validation + test, every epoch) is inside the timed probe epochs",
                 "FLOPs = 6 P_ne x samples x positions x R per step (MLP: 6 P_ne x samples x R, first layer hidden x inputs); "
                 "parameters updated = R x P per step; "

@@ -266,13 +266,13 @@ UPDATE_FLOP_EQUIVALENT = 460.0
 EVAL_FLOP_EQUIVALENT = 0.93
 
 
-def group_work(group: Group) -> float:
+def group_work(group: Group, size: ModelSize | None = None) -> float:
     """A group's training work in FLOP-equivalents (the order in which a CPU job's :func:`group_pool` takes its groups,
     costliest first): epochs x (steps x (4e7 + FLOPs + 460 x parameters updated + 6.2e7 x runs) per step + 0.93 x the
     FLOPs of the evaluation's forwards, a third of a trained sample's per evaluated sample / eval_every); the weights
     are fitted to measured group times (above). A relative measure without a probe: the estimate's times come from
-    its probes."""
-    size = model_size(group, group_vocab(group))
+    its probes. ``size``: one run's model at the group's vocabulary, where the caller has counted it."""
+    size = size or model_size(group, group_vocab(group))
     R = len(group.runs)
     flops = step_flops(group, size)
     per_step = (STEP_FLOP_EQUIVALENT + flops + UPDATE_FLOP_EQUIVALENT * R * size.parameters
@@ -980,7 +980,9 @@ class GroupQueue:
         if self.started:
             return
         self.started = True
-        for _, queued, call in sorted(self._waiting, key=lambda w: -w[0]):  # stable: ties in the order queued
+        from featlearn.pipeline.estimate import work_order  # the order the estimate schedules (ties as queued)
+
+        for _, (queued, call) in work_order([(w, (q, c)) for w, q, c in self._waiting]):
             queued.future = self.pool.submit(*call)
         self._waiting = []
 
