@@ -1145,3 +1145,27 @@ def test_probing_goes_breadth_first_and_stops_at_its_budget(tmp_path, monkeypatc
     assert a.seconds == exact("a") and b.seconds == exact("b")
     assert "6 of 10 parts interpolated from 4 probes" in a.source
 
+
+
+def test_the_limits_file_sizes_the_memory_of_a_job_that_got_no_time():
+    """resources_table: a job with a time gets runtime and memory; one whose probe is missing still gets the memory
+    its cost model gives (mem_mb = 1,000 MB + 2 x the peak formula, gpu_mem_mb = 800 MB + 2 x it), with no runtime and
+    no seconds; a job without a cost model, or with neither a time nor a memory, gets nothing."""
+    from featlearn.pipeline.sizing import resource_key
+
+    def node(rule, seconds, memory, gpu=True):
+        n = _node(rule, {"rule": rule})
+        n.gpu, n.seconds = gpu, seconds
+        n.cost = E.Cost([E.Part(None, 10, 1, memory_bytes=memory)])
+        return n
+
+    timed, untimed, cpu = node("timed", 120.0, 2**30), node("untimed", None, 3 * 2**30), node("cpu", None, 2**30, gpu=False)
+    blank, unmodelled = node("blank", None, None), _node("unmodelled", {"rule": "unmodelled"})
+    meta = {"device_name": "d", "date": "t", "configfiles": []}
+    jobs = E.resources_table([timed, untimed, cpu, blank, unmodelled], meta)["jobs"]
+    key = lambda n: resource_key(n.rule, json.dumps(n.settings, sort_keys=True))  # noqa: E731
+    assert set(jobs) == {key(timed), key(untimed), key(cpu)}
+    assert jobs[key(timed)] == {"job": "timed", "seconds": 120.0, "runtime": 15 + 6, "mem_mb": 1000 + 2048,
+                                "gpu_mem_mb": 800 + 2048}
+    assert jobs[key(untimed)] == {"job": "untimed", "mem_mb": 1000 + 6144, "gpu_mem_mb": 800 + 6144}
+    assert jobs[key(cpu)] == {"job": "cpu", "mem_mb": 1000 + 2048}

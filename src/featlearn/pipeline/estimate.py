@@ -1147,19 +1147,21 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
 
 
 def resources_table(nodes: list[Node], meta: dict) -> dict:
-    """The scheduler limits of every modelled job with an estimated time (``featlearn.pipeline.sizing``), keyed by rule and
-    settings digest: what the workflow's ``runtime``, ``mem_mb`` and ``gpu_mem_mb`` read where this file exists
+    """The scheduler limits of every modelled job (``featlearn.pipeline.sizing``), keyed by rule and settings digest: what
+    the workflow's ``runtime``, ``mem_mb`` and ``gpu_mem_mb`` read where this file exists. ``runtime`` only where the
+    job got a time; ``mem_mb`` and ``gpu_mem_mb`` wherever its cost model gives a peak memory, which needs no probe, so
+    that an estimate without probes (``--no-probe`` and an empty cache: seconds) still sizes every modelled job's memory
     (``gpu_mem_mb`` from the CUDA peak where every part of the job measured one, else from the formula)."""
     from featlearn.pipeline.sizing import estimated_limits, resource_key
 
     jobs = {}
     for n in nodes:
-        if n.cost is None or n.seconds is None or n.settings is None:
+        if n.cost is None or n.settings is None or (n.seconds is None and n.cost.memory is None):
             continue
         peaks = [rec.get("peak_memory_bytes") for rec in n.per_step if rec and rec.get("peak_memory_bytes")]
         limits = estimated_limits(n.seconds, n.cost.memory, max(peaks) if len(peaks) == len(n.cost.parts) else None, gpu=n.gpu)
-        jobs[resource_key(n.rule, json.dumps(n.settings, sort_keys=True))] = {"job": n.label, "seconds": round(n.seconds, 1),
-                                                                              **limits}
+        timed = {"seconds": round(n.seconds, 1)} if n.seconds is not None else {}
+        jobs[resource_key(n.rule, json.dumps(n.settings, sort_keys=True))] = {"job": n.label, **timed, **limits}
     return {"device": meta["device_name"], "date": meta["date"], "configfiles": meta["configfiles"], "jobs": jobs}
 
 
