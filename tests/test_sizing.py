@@ -62,6 +62,11 @@ def test_limits_from_the_estimate_never_undercut_the_rule():
     assert sizing.sized(table, "templates_sweep", '{"grid": "2c"}', "runtime", 120) == 375
     assert sizing.sized(table, "templates_sweep", '{"grid": "2c"}', "mem_mb", 16000) == 16000  # the rule's is larger
     assert sizing.sized(table, "templates_sweep", '{"grid": "3c"}', "runtime", 120) == 120  # another job: no entry
+    # a job the estimate could not time has its memory only: the rule's runtime stays, the memory is the estimate's
+    assert sizing.estimated_limits(None, 3 * 2**30) == {"mem_mb": 1000 + 6144}
+    untimed = {key: sizing.estimated_limits(None, 3 * 2**30)}
+    assert sizing.sized(untimed, "templates_sweep", '{"grid": "2c"}', "runtime", 120) == 120
+    assert sizing.sized(untimed, "templates_sweep", '{"grid": "2c"}', "mem_mb", 4000) == 7144
 
 
 def test_a_missing_or_broken_estimate_file_sizes_nothing(tmp_path):
