@@ -1146,7 +1146,6 @@ def test_probing_goes_breadth_first_and_stops_at_its_budget(tmp_path, monkeypatc
     assert "6 of 10 parts interpolated from 4 probes" in a.source
 
 
-
 def test_the_limits_file_sizes_the_memory_of_a_job_that_got_no_time():
     """resources_table: a job with a time gets runtime and memory; one whose probe is missing still gets the memory
     its cost model gives (mem_mb = 1,000 MB + 2 x the peak formula, gpu_mem_mb = 800 MB + 2 x it), with no runtime and
