@@ -45,6 +45,7 @@ from typing import Callable
 from featlearn import PAPERS, precision
 from featlearn.pipeline.benchfiles import job_resumed
 from featlearn.pipeline.evidence import EVIDENCE_DIR, read_evidence
+from featlearn.pipeline.reference import REFERENCE_FILE, read_reference, reference_seconds
 from featlearn.pipeline.registry import load
 from featlearn.pipeline.sizing import ESTIMATE_RESOURCES
 from featlearn.pipeline.workflow import CONFIG_SCALES, merged_config, scale_config
@@ -721,14 +722,17 @@ def same_at_scale(nodes: list[Node], scale: str | None, config_dir: str | os.Pat
 
 
 def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "results",
-             evidence: str | os.PathLike | None = None, config_dir: str | os.PathLike | None = None) -> list[Node]:
+             evidence: str | os.PathLike | None = None, config_dir: str | os.PathLike | None = None,
+             reference: str | os.PathLike | None = None) -> list[Node]:
     """Fill each node's cost model, seconds per step of each part and job time (in place; returns the nodes).
     A job takes the wall time of its benchmark file when the run record says the files come from a run at this
     config's scale, or from a run at another scale whose shipped config (under ``config_dir``) runs the same job
     (:func:`same_at_scale`); otherwise the file's time is shown and not used (a modelled job's time is its probes'
     in any case, the file's shown beside it). At the paper scale, a
     CPU job without a model and without such a file takes its wall time in the committed paper-scale evidence
-    (``evidence``, the folder of :mod:`featlearn.pipeline.evidence`) when that ran it. A data job still without a
+    (``evidence``, the folder of :mod:`featlearn.pipeline.evidence`) when that ran it. At any scale, a CPU job without
+    a model still without a time takes the committed reference's wall time (``reference``, the file of
+    :mod:`featlearn.pipeline.reference`) when that holds the job with the same settings. A data job still without a
     time is then scaled by its dataset's size from the same rule's timed jobs (:func:`scale_by_size`).
 
     Probing goes breadth first: a first round measures, for every job in turn, only the smallest and the largest
@@ -739,6 +743,7 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
     bench_scale = benchmark_scale(results)
     same_scale = bench_scale == config.get("scale")
     walls = evidence_walls(evidence) if evidence is not None and config.get("scale") == "paper" else {}
+    entries = read_reference(reference) if reference is not None else {}
     same_job = set() if same_scale or bench_scale is None else same_at_scale(nodes, bench_scale, config_dir, results)
     for node in nodes:
         model = cost_model(node)
@@ -774,6 +779,10 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
             node.source = bench_text or "no benchmark file"
             if node.seconds is None and not node.gpu and node.label in walls:  # a CPU job is a CPU job anywhere
                 node.seconds, where = walls[node.label]
+                node.source += f"; {where}: {duration(node.seconds)}"
+            ref = reference_seconds(node, entries) if node.seconds is None else None
+            if ref is not None:
+                node.seconds, where = ref
                 node.source += f"; {where}: {duration(node.seconds)}"
             continue
         seconds, longest, missing, notes, part_seconds = 0.0, 0.0, [], [], []
@@ -1079,7 +1088,8 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
         "s/step measured on this device by a short probe of the real model at the job's shape (a range when "
         "the job trains several shapes); time = start-up + steps x s/step x (1 + evaluation share). Jobs without a model "
         "take the wall time of their Snakemake benchmark file from a run at this scale, else (a CPU job at the paper "
-        "scale) the committed paper-scale evidence's, else (a data job) a time scaled by their dataset's documented "
+        "scale) the committed paper-scale evidence's, else (a CPU job run with the same settings there) the committed "
+        f"reference's ({REFERENCE_FILE.as_posix()}), else (a data job) a time scaled by their dataset's documented "
         "size from the same rule's timed jobs; each says which, and one without any counts as 0 s. Times of GPU jobs "
         "are this device's: on a CPU they are CPU times.",
         "",
@@ -1114,8 +1124,8 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
     lines += [
         "## Totals",
         "",
-        f"{len(nodes)} jobs: {modelled} modelled and probed, {bench} from benchmark files, paper-scale evidence "
-        "or scaled by size, "
+        f"{len(nodes)} jobs: {modelled} modelled and probed, {bench} from benchmark files, paper-scale evidence, "
+        "the committed reference or scaled by size, "
         f"{len(sched['unknown'])} without a time "
         "(counted as 0 s: the figures below are then lower bounds).",
         "",
@@ -1183,7 +1193,8 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
     prober = Prober(device, cache, probe_steps, probe_warmup, probing, max_seconds, threads=threads, max_parts=max_parts,
                     label=cached_device, budget=probe_budget)
     own_threads = torch.get_num_threads()
-    estimate(nodes, prober, config, results, evidence=Path(config_dir).parent / EVIDENCE_DIR, config_dir=config_dir)
+    estimate(nodes, prober, config, results, evidence=Path(config_dir).parent / EVIDENCE_DIR, config_dir=config_dir,
+             reference=Path(config_dir).parent / REFERENCE_FILE)
     torch.set_num_threads(own_threads)
     sched = schedule(nodes)
     loads = [r["load_average"] for n in nodes for r in n.per_step if r and "load_average" in r]

@@ -33,8 +33,9 @@ def unmodelled_cpu(nodes: list) -> list:
     return [n for n in nodes if n.cost_model is None and not n.gpu]
 
 
-def read_reference(path: str | os.PathLike) -> dict[str, dict]:
-    """The entries of a reference file by job label; empty when the file is absent. A file that is not a reference
+def read_reference(path: str | os.PathLike) -> dict[tuple[str, str], dict]:
+    """The entries of a reference file by job label and settings (:func:`settings_key`: the same job at two scales
+    with different settings has two); empty when the file is absent. A file that is not a reference
     (bad JSON, no ``jobs`` list, an entry without a label or a positive wall time) is an error naming the file."""
     p = Path(path)
     if not p.is_file():
@@ -52,7 +53,7 @@ def read_reference(path: str | os.PathLike) -> dict[str, dict]:
         if not isinstance(e, dict) or not isinstance(e.get("label"), str) or not isinstance(wall, (int, float)) \
                 or not wall > 0 or "settings" not in e:
             raise ValueError(f"{p}: entry {i} needs a 'label', its 'settings' and a positive 'wall_s'")
-        out[e["label"]] = e
+        out[(e["label"], settings_key(e["settings"]))] = e
     return out
 
 
@@ -63,11 +64,11 @@ def where(entry: dict) -> str:
             f"{str(entry.get('date_utc', '?'))[:10]}, {entry.get('host_cpus', '?')} CPUs{cpu}")
 
 
-def reference_seconds(node, entries: dict[str, dict]) -> tuple[float, str] | None:
+def reference_seconds(node, entries: dict[tuple[str, str], dict]) -> tuple[float, str] | None:
     """(wall seconds, where) of a CPU job without a cost model from the reference, when it holds the job with the
     same settings; None otherwise (a GPU job's time is the device's, a modelled job has its probes)."""
-    e = entries.get(node.label)
-    if e is None or node.gpu or node.cost_model is not None or settings_key(e["settings"]) != settings_key(node.settings):
+    e = entries.get((node.label, settings_key(node.settings)))
+    if e is None or node.gpu or node.cost_model is not None:
         return None
     return float(e["wall_s"]), where(e)
 
@@ -115,10 +116,10 @@ def entries_from_run(nodes: list, results: str | os.PathLike) -> list[dict]:
 
 
 def write_reference(path: str | os.PathLike, new: list[dict]) -> dict:
-    """Merge ``new`` entries into the reference file at ``path`` (an entry replaces the one of the same label) and
-    write it, sorted by label; returns what was written."""
+    """Merge ``new`` entries into the reference file at ``path`` (an entry replaces the one of the same label and
+    settings) and write it, sorted by label; returns what was written."""
     entries = read_reference(path)
-    entries.update({e["label"]: e for e in new})
+    entries.update({(e["label"], settings_key(e["settings"])): e for e in new})
     data = {"about": "wall times of CPU jobs without a cost model, for the estimate on a machine that has not run "
                      "them (featlearn.pipeline.reference; docs/estimate.md)",
             "jobs": [entries[k] for k in sorted(entries)]}
