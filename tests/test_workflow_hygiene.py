@@ -11,7 +11,7 @@ import shutil
 import pytest
 import yaml
 
-from wfutil import check_ok, copy_workflow, snakemake
+from wfutil import DATASET_NAMES, check_ok, copy_workflow, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -110,6 +110,29 @@ def test_a_dry_run_never_contacts_the_model_hub(tmp_path):
         stop.set()
         thread.join(timeout=2)
         listener.close()
+
+
+def test_a_real_run_leaves_out_a_dataset_whose_hosts_do_not_answer_and_a_dry_run_does_not_ask(tmp_path):
+    """`enabled: auto`, online, no mirror: a real invocation (--list-rules) tries PTB's hosts (here a closed port)
+    and skips the dataset with the reason; a dry run contacts nothing and counts it as to download."""
+    import socket
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    work = copy_workflow(tmp_path / "wf")
+    (work / "net.yaml").write_text(yaml.safe_dump({
+        "data": {"offline": False, "mirror": None,
+                 "datasets": {n: {"enabled": "auto" if n == "ptb" else False} for n in DATASET_NAMES}},
+        "papers": {"features": True, "scan_snap": False, "templates": False, "joma": False},
+    }))
+    env = {"FEATLEARN_DATA_HOST_ADDRESS": f"127.0.0.1:{port}", "HTTPS_PROXY": "", "https_proxy": "",
+           "ALL_PROXY": "", "all_proxy": ""}
+    real = check_ok(snakemake(work, "--list-rules", "--configfile", "config/smoke.yaml", "net.yaml", env=env))
+    assert "skipping dataset ptb (no network: ptb.train.txt" in real.stderr
+    dry = check_ok(snakemake(work, "-n", "--configfile", "config/smoke.yaml", "net.yaml", env=env))
+    assert "skipping dataset ptb" not in dry.stderr and "data_fetch" in dry.stdout
 
 
 def test_the_gpu_profile_asks_for_cuda_and_keeps_cpu_jobs_off_the_gpu(tmp_path):

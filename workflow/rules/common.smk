@@ -60,7 +60,16 @@ EVIDENCE = os.path.relpath(
     Path(workflow.basedir) / featlearn.pipeline.evidence.EVIDENCE_DIR
 )
 
-DATASET_STATUS = dataset_status(config, RAW)
+# enabled: auto and a dataset to download: a real run first checks that its hosts answer (a dry run does not)
+DATASET_STATUS = dataset_status(
+    config,
+    RAW,
+    reachable=(
+        featlearn.pipeline.workflow.hosts_reachable
+        if featlearn.pipeline.workflow.HUB_CONTACT["allowed"]
+        else None
+    ),
+)
 PREPARED_ON = prepared_enabled(DATASET_STATUS)
 
 # Filled by each paper's rules file: figure/table outputs and claim-table parts.

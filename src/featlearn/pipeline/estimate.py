@@ -196,7 +196,8 @@ def assume_online(status: dict) -> dict:
     import featlearn.pipeline.workflow as wf
 
     return {name: wf.DatasetStatus(name, True, "assumed online (--assume-online): sizes as documented")
-            if not st.enabled and st.reason.startswith("offline and ") else st for name, st in status.items()}
+            if not st.enabled and st.reason.startswith(("offline and ", wf.UNREACHABLE)) else st
+            for name, st in status.items()}
 
 
 def build_dag(config: dict, results: str = "results", online: bool = False,

@@ -11,6 +11,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from featlearn.data.fetch import find_in_mirror, resolve_mirror, resolve_offline
 from featlearn.data.registry import DATASETS, PREPARED
@@ -33,34 +34,83 @@ class DatasetStatus:
     reason: str
 
 
-def dataset_status(config: dict, raw_root: str | os.PathLike) -> dict[str, DatasetStatus]:
+def dataset_status(config: dict, raw_root: str | os.PathLike,
+                   reachable: Callable[[list[str]], dict[str, bool]] | None = None) -> dict[str, DatasetStatus]:
     """Resolve ``enabled: auto`` for every raw dataset.
 
     ``auto`` switches a dataset on when its raw files can be had: already verified in ``raw_root``,
-    present in the mirror, or downloadable (not offline). ``true`` always tries (and fails clearly if
-    the files cannot be had); ``false`` always skips.
+    present in the mirror, or downloadable (not offline and, with ``reachable``, the host of one of each
+    missing file's sources answers: ``reachable(hosts)`` says which do, :func:`hosts_reachable` in a real run).
+    ``true`` always tries (and fails clearly if the files cannot be had); ``false`` always skips.
     """
     data = config["data"]
     mirror = resolve_mirror(data["mirror"])
     offline = resolve_offline(data["offline"])
-    out = {}
+    where = f"mirror {mirror}" if mirror else "no mirror set"
+    out, absent = {}, {}
     for name, ds in DATASETS.items():
         setting = data["datasets"][name]["enabled"]
         if setting is True or setting is False:
             out[name] = DatasetStatus(name, setting, "set in config")
             continue
         missing = [
-            f.name for f in ds.files
+            f for f in ds.files
             if not (Path(raw_root) / name / f.name).is_file() and find_in_mirror(f, mirror, ds.mirror_dir) is None
         ]
         if not missing:
             out[name] = DatasetStatus(name, True, "files present")
         elif not offline:
             out[name] = DatasetStatus(name, True, "will download")
+            absent[name] = missing
         else:
-            where = f"mirror {mirror}" if mirror else "no mirror set"
-            out[name] = DatasetStatus(name, False, f"offline and {', '.join(missing)} not found ({where})")
+            names = ", ".join(f.name for f in missing)
+            out[name] = DatasetStatus(name, False, f"offline and {names} not found ({where})")
+    if reachable is not None and absent:
+        answers = reachable(sorted({_host(src.url) for files in absent.values() for f in files for src in f.sources}))
+        for name, missing in absent.items():
+            cut = [f for f in missing if not any(answers.get(_host(src.url)) for src in f.sources)]
+            if cut:
+                hosts = ", ".join(sorted({_host(src.url) for f in cut for src in f.sources}))
+                out[name] = DatasetStatus(name, False, f"{UNREACHABLE}{', '.join(f.name for f in cut)} not found ({where}) "
+                                          f"and {hosts} did not answer within {REACH_TIMEOUT:g} s (set "
+                                          f"data.datasets.{name}.enabled: true to try anyway)")
     return out
+
+
+# the reason of a dataset left out because its download hosts did not answer (assume_online switches it on again)
+UNREACHABLE = "no network: "
+REACH_TIMEOUT = 3.0
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+
+
+def _host(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    return urlsplit(url).hostname or ""
+
+
+def hosts_reachable(hosts: list[str], timeout: float = REACH_TIMEOUT) -> dict[str, bool]:
+    """Whether a TCP connection to port 443 of each host opens within ``timeout`` seconds, all at once (no request
+    is sent). Behind a proxy (``HTTPS_PROXY`` or ``ALL_PROXY`` set) the hosts are not contacted and count as
+    reachable: the download goes through the proxy and says itself whether it worked.
+    ``FEATLEARN_DATA_HOST_ADDRESS=host:port`` sends every probe to that address instead (a test's listener)."""
+    import socket
+    from concurrent.futures import ThreadPoolExecutor
+
+    if any(os.environ.get(v) for v in PROXY_VARIABLES):
+        return {h: True for h in hosts}
+    address = os.environ.get("FEATLEARN_DATA_HOST_ADDRESS")
+    target_host, _, target_port = address.rpartition(":") if address else ("", "", "443")
+
+    def one(host: str) -> bool:
+        try:
+            with socket.create_connection((target_host or host, int(target_port)), timeout=timeout):
+                return True
+        except OSError:
+            return False
+
+    with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
+        return dict(zip(hosts, pool.map(one, hosts)))
 
 
 def prepared_enabled(status: dict[str, DatasetStatus]) -> dict[str, bool]:
