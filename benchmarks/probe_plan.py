@@ -1,0 +1,108 @@
+"""Which probes an estimate on a device would still have to measure, given a probe cache: planned on any machine.
+
+The estimate (``python -m featlearn estimate``) is run here with every probe stubbed and the device's cached probes
+in place, as the device would run it (its name and torch from the cache; ``--max-probes-per-job`` as the device
+session passes it). What it would measure is counted by probe kind, with a time for each kind from the cache's own
+probes of that kind (the median and the longest wall time of one probe: model building, warm-up and timed steps),
+so a device session can tell before it starts whether its probe budget covers them:
+
+    python benchmarks/probe_plan.py --cache benchmarks/device/h200-2026-11-28/probes.json --device-name "NVIDIA H200" \
+        --configfile config/paper.yaml --max-probes-per-job 2
+
+Nothing is measured and the cache is not written. The jobs without a cost model take their times as the estimate
+gives them (benchmark files, paper-scale evidence, the committed reference of CPU jobs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+
+def plan(cache: dict, device_name: str, configfiles: list[str], max_parts: int, results: str,
+         figures: list[str] | None = None) -> dict:
+    """{"measure": {kind: count}, "seconds": {kind: (count x the median, count x the longest cached probe of the
+    kind)}, "keys": [cache keys of the probes to measure], "untimed": [labels of jobs left without a time]} of the
+    estimate of ``configfiles`` on ``device_name``
+    with ``cache`` (``figures``: only the jobs of these figure rules)."""
+    import featlearn.pipeline.estimate as E
+    from featlearn.pipeline.reference import REFERENCE_FILE
+    from featlearn.pipeline.workflow import merged_config
+
+    torch_versions = {json.loads(k)["torch"] for k in cache if json.loads(k).get("device") == device_name}
+    if len(torch_versions) != 1:
+        raise SystemExit(f"the cache holds probes of {device_name!r} under {len(torch_versions)} torch versions; "
+                         "one is needed")
+    wanted: collections.Counter = collections.Counter()
+    keys: list[str] = []
+
+    class Planned(E.Prober):
+        def device_key(self, threads: int) -> str:
+            return device_name
+
+        def get(self, rule, p, flops_per_step=None):
+            if self.key(rule, p) not in self.cache:
+                keys.append(self.key(rule, p))
+            return super().get(rule, p, flops_per_step)
+
+        def _measure(self, p, flops_per_step):
+            wanted[p.kind] += 1
+            full = int(p.shape[p.dim])
+            return {"seconds_per_step": 1e-3, "measured_dim": full, "full_dim": full, "dim": p.dim, "steps": 1,
+                    "warmup": 0}
+
+        def _save(self):
+            pass
+
+    config = merged_config([str(ROOT / c) for c in configfiles], str(ROOT / "config"))
+    nodes = E.build_dag(config, results, online=True, figures=figures)
+    with tempfile.TemporaryDirectory() as tmp:
+        prober = Planned("cpu", Path(tmp) / "none.json", max_parts=max_parts, log=lambda msg: None)
+        prober.cache, prober.torch = dict(cache), torch_versions.pop()
+        E.estimate(nodes, prober, config, results, evidence=ROOT / "evidence" / "paper", config_dir=str(ROOT / "config"),
+                   reference=ROOT / REFERENCE_FILE)
+    per_kind = collections.defaultdict(list)
+    for k, v in cache.items():
+        if json.loads(k).get("device") == device_name and "probe_seconds" in v:
+            per_kind[json.loads(k)["kind"]].append(v["probe_seconds"])
+    seconds = {kind: (n * statistics.median(per_kind[kind]), n * max(per_kind[kind])) if per_kind.get(kind) else None
+               for kind, n in wanted.items()}
+    return {"measure": dict(wanted), "seconds": seconds, "keys": list(dict.fromkeys(keys)),
+            "untimed": [n.label for n in nodes if n.seconds is None]}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cache", required=True, help="the device's probe cache")
+    p.add_argument("--device-name", required=True, help="the device as the cache names it, e.g. 'NVIDIA H200'")
+    p.add_argument("--configfile", nargs="*", default=[])
+    p.add_argument("--max-probes-per-job", type=int, default=2)
+    p.add_argument("--figure", nargs="+", default=None, metavar="RULE", help="only the jobs of these figure rules")
+    p.add_argument("--results", default=str(Path(tempfile.gettempdir()) / "probe_plan_results"),
+                   help="a results folder as the device has it (default: an empty one)")
+    args = p.parse_args(argv)
+    cache = json.loads(Path(args.cache).read_text())
+    out = plan(cache, args.device_name, args.configfile, args.max_probes_per_job, args.results, args.figure)
+    total = sum(out["measure"].values())
+    known = [s for s in out["seconds"].values() if s is not None]
+    print(f"{total} probes to measure on {args.device_name}: {sum(s[0] for s in known):.0f} s at the cache's median "
+          f"probe of each kind, {sum(s[1] for s in known):.0f} s at its longest"
+          + ("" if len(known) == len(out["seconds"]) else " (kinds the cache lacks not counted)"))
+    for kind, n in sorted(out["measure"].items(), key=lambda kv: -kv[1]):
+        s = out["seconds"][kind]
+        print(f"  {kind}: {n}" + (f", {s[0]:.0f}-{s[1]:.0f} s" if s is not None else ", no probe of this kind cached"))
+    print(f"jobs left without a time once these are measured: {len(out['untimed'])}"
+          + (f" ({', '.join(out['untimed'][:10])})" if out["untimed"] else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

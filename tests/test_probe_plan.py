@@ -1,0 +1,42 @@
+"""benchmarks/probe_plan.py: the probes a device would still measure, counted with every probe stubbed."""
+
+import json
+
+import pytest
+
+FIGURES = ["fig_templates_2c", "fig_scan_snap_6"]  # a templates sweep and the Scan and Snap trainers
+
+
+def _entry(device="NVIDIA H200", torch="2.11.0+cu130", kind="sweep", seconds=0.5):
+    key = json.dumps({"device": device, "kind": kind, "rule": "none", "shape": {"x": 1}, "torch": torch, "version": 1},
+                     sort_keys=True)
+    return key, {"seconds_per_step": 1e-3, "probe_seconds": seconds}
+
+
+def test_a_cached_probe_is_not_planned_and_the_rest_are(benchmark_script, tmp_path):
+    plan = benchmark_script("probe_plan").plan
+    cache = dict([_entry()])
+    first = plan(cache, "NVIDIA H200", ["config/smoke.yaml"], 2, str(tmp_path / "results"), FIGURES)
+    n = sum(first["measure"].values())
+    assert n == len(first["keys"]) > 1 and first["untimed"] == []  # (these figures' jobs all have cost models)
+    assert all(json.loads(k)["device"] == "NVIDIA H200" and json.loads(k)["torch"] == "2.11.0+cu130" for k in first["keys"])
+    done = first["keys"][0]
+    cache[done] = {"seconds_per_step": 1e-3, "probe_seconds": 2.0}
+    second = plan(cache, "NVIDIA H200", ["config/smoke.yaml"], 2, str(tmp_path / "results"), FIGURES)
+    assert done not in second["keys"] and sum(second["measure"].values()) == n - 1
+
+
+def test_a_kind_is_timed_by_the_cache_median_and_longest(benchmark_script, tmp_path):
+    plan = benchmark_script("probe_plan").plan
+    cache = dict([_entry(seconds=0.5)])
+    out = plan(cache, "NVIDIA H200", ["config/smoke.yaml"], 2, str(tmp_path / "results"), FIGURES)
+    assert out["measure"].get("sweep"), "the smoke config has templates sweep probes"
+    assert out["seconds"]["sweep"] == (0.5 * out["measure"]["sweep"], 0.5 * out["measure"]["sweep"])
+    assert any(v is None for k, v in out["seconds"].items() if k != "sweep")  # kinds the cache lacks
+
+
+def test_a_cache_with_two_torch_versions_of_the_device_is_refused(benchmark_script, tmp_path):
+    plan = benchmark_script("probe_plan").plan
+    cache = dict([_entry(torch="2.11.0+cu130"), _entry(torch="2.12.0+cu130")])
+    with pytest.raises(SystemExit, match="2 torch versions"):
+        plan(cache, "NVIDIA H200", ["config/smoke.yaml"], 2, str(tmp_path / "results"), FIGURES)
