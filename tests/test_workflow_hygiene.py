@@ -127,8 +127,8 @@ def test_a_real_run_leaves_out_a_dataset_whose_hosts_do_not_answer_and_a_dry_run
                  "datasets": {n: {"enabled": "auto" if n == "ptb" else False} for n in DATASET_NAMES}},
         "papers": {"features": True, "scan_snap": False, "templates": False, "joma": False},
     }))
-    env = {"FEATLEARN_DATA_HOST_ADDRESS": f"127.0.0.1:{port}", "HTTPS_PROXY": "", "https_proxy": "",
-           "ALL_PROXY": "", "all_proxy": ""}
+    env = {"FEATLEARN_DATA_HOST_ADDRESS": f"127.0.0.1:{port}",
+           **{v: "" for v in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")}}
     real = check_ok(snakemake(work, "--list-rules", "--configfile", "config/smoke.yaml", "net.yaml", env=env))
     assert "skipping dataset ptb (no network: ptb.train.txt" in real.stderr
     dry = check_ok(snakemake(work, "-n", "--configfile", "config/smoke.yaml", "net.yaml", env=env))

@@ -28,7 +28,7 @@ def online_config(monkeypatch):
 
 
 def _hosts(name: str) -> set[str]:
-    return {wf._host(s.url) for f in DATASETS[name].files for s in f.sources}
+    return {wf._endpoint(s.url) for f in DATASETS[name].files for s in f.sources}
 
 
 def test_without_a_check_an_absent_dataset_online_will_download(online_config, tmp_path):
@@ -58,7 +58,7 @@ def test_one_answering_source_of_a_file_is_enough(online_config, tmp_path):
     multi = next((d for d in DATASETS.values() if any(len(f.sources) > 1 for f in d.files)), None)
     if multi is None:
         pytest.skip("no dataset has a file with two sources")
-    backup = {wf._host(f.sources[-1].url) for f in multi.files}
+    backup = {wf._endpoint(f.sources[-1].url) for f in multi.files}
     status = wf.dataset_status(online_config, tmp_path / "raw", reachable=lambda hosts: {h: h in backup for h in hosts})
     assert status[multi.name].enabled
 
@@ -87,7 +87,7 @@ def test_hosts_reachable_opens_a_connection_and_skips_behind_a_proxy(monkeypatch
     listener.listen(4)
     try:
         monkeypatch.setenv("FEATLEARN_DATA_HOST_ADDRESS", f"127.0.0.1:{listener.getsockname()[1]}")
-        assert wf.hosts_reachable(["a.example", "b.example"]) == {"a.example": True, "b.example": True}
+        assert wf.hosts_reachable(["a.example:443", "b.example:80"]) == {"a.example:443": True, "b.example:80": True}
     finally:
         listener.close()
     closed = socket.socket()
@@ -95,6 +95,12 @@ def test_hosts_reachable_opens_a_connection_and_skips_behind_a_proxy(monkeypatch
     port = closed.getsockname()[1]
     closed.close()  # nothing listens there now
     monkeypatch.setenv("FEATLEARN_DATA_HOST_ADDRESS", f"127.0.0.1:{port}")
-    assert wf.hosts_reachable(["a.example"], timeout=1.0) == {"a.example": False}
+    assert wf.hosts_reachable(["a.example:443"], timeout=1.0) == {"a.example:443": False}
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
-    assert wf.hosts_reachable(["a.example"]) == {"a.example": True}
+    assert wf.hosts_reachable(["a.example:443"]) == {"a.example:443": True}
+
+
+def test_a_server_is_its_url_host_and_port():
+    assert wf._endpoint("http://www.fit.vutbr.cz/~imikolov/rnnlm/simple-examples.tgz") == "www.fit.vutbr.cz:80"
+    assert wf._endpoint("https://nlp.stanford.edu/sentiment/x.zip") == "nlp.stanford.edu:443"
+    assert wf._endpoint("https://localhost:8443/x") == "localhost:8443"

@@ -39,8 +39,9 @@ def dataset_status(config: dict, raw_root: str | os.PathLike,
     """Resolve ``enabled: auto`` for every raw dataset.
 
     ``auto`` switches a dataset on when its raw files can be had: already verified in ``raw_root``,
-    present in the mirror, or downloadable (not offline and, with ``reachable``, the host of one of each
-    missing file's sources answers: ``reachable(hosts)`` says which do, :func:`hosts_reachable` in a real run).
+    present in the mirror, or downloadable (not offline and, with ``reachable``, the server of one of each
+    missing file's sources answers: ``reachable(["host:port", ...])`` says which do, :func:`hosts_reachable` in a
+    real run).
     ``true`` always tries (and fails clearly if the files cannot be had); ``false`` always skips.
     """
     data = config["data"]
@@ -66,11 +67,11 @@ def dataset_status(config: dict, raw_root: str | os.PathLike,
             names = ", ".join(f.name for f in missing)
             out[name] = DatasetStatus(name, False, f"offline and {names} not found ({where})")
     if reachable is not None and absent:
-        answers = reachable(sorted({_host(src.url) for files in absent.values() for f in files for src in f.sources}))
+        answers = reachable(sorted({_endpoint(src.url) for files in absent.values() for f in files for src in f.sources}))
         for name, missing in absent.items():
-            cut = [f for f in missing if not any(answers.get(_host(src.url)) for src in f.sources)]
+            cut = [f for f in missing if not any(answers.get(_endpoint(src.url)) for src in f.sources)]
             if cut:
-                hosts = ", ".join(sorted({_host(src.url) for f in cut for src in f.sources}))
+                hosts = ", ".join(sorted({_endpoint(src.url) for f in cut for src in f.sources}))
                 out[name] = DatasetStatus(name, False, f"{UNREACHABLE}{', '.join(f.name for f in cut)} not found ({where}) "
                                           f"and {hosts} did not answer within {REACH_TIMEOUT:g} s (set "
                                           f"data.datasets.{name}.enabled: true to try anyway)")
@@ -80,37 +81,39 @@ def dataset_status(config: dict, raw_root: str | os.PathLike,
 # the reason of a dataset left out because its download hosts did not answer (assume_online switches it on again)
 UNREACHABLE = "no network: "
 REACH_TIMEOUT = 3.0
-PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
 
-def _host(url: str) -> str:
+def _endpoint(url: str) -> str:
+    """``host:port`` of a URL's server (the scheme's port where the URL names none)."""
     from urllib.parse import urlsplit
 
-    return urlsplit(url).hostname or ""
+    u = urlsplit(url)
+    return f"{u.hostname or ''}:{u.port or (80 if u.scheme == 'http' else 443)}"
 
 
-def hosts_reachable(hosts: list[str], timeout: float = REACH_TIMEOUT) -> dict[str, bool]:
-    """Whether a TCP connection to port 443 of each host opens within ``timeout`` seconds, all at once (no request
-    is sent). Behind a proxy (``HTTPS_PROXY`` or ``ALL_PROXY`` set) the hosts are not contacted and count as
-    reachable: the download goes through the proxy and says itself whether it worked.
+def hosts_reachable(endpoints: list[str], timeout: float = REACH_TIMEOUT) -> dict[str, bool]:
+    """Whether a TCP connection to each ``host:port`` opens within ``timeout`` seconds, all at once (no request is
+    sent). Behind a proxy (``HTTPS_PROXY``, ``HTTP_PROXY`` or ``ALL_PROXY`` set) nothing is contacted and every
+    server counts as reachable: the download goes through the proxy and says itself whether it worked.
     ``FEATLEARN_DATA_HOST_ADDRESS=host:port`` sends every probe to that address instead (a test's listener)."""
     import socket
     from concurrent.futures import ThreadPoolExecutor
 
     if any(os.environ.get(v) for v in PROXY_VARIABLES):
-        return {h: True for h in hosts}
-    address = os.environ.get("FEATLEARN_DATA_HOST_ADDRESS")
-    target_host, _, target_port = address.rpartition(":") if address else ("", "", "443")
+        return {e: True for e in endpoints}
+    redirect = os.environ.get("FEATLEARN_DATA_HOST_ADDRESS")
 
-    def one(host: str) -> bool:
+    def one(endpoint: str) -> bool:
+        host, _, port = (redirect or endpoint).rpartition(":")
         try:
-            with socket.create_connection((target_host or host, int(target_port)), timeout=timeout):
+            with socket.create_connection((host, int(port)), timeout=timeout):
                 return True
-        except OSError:
+        except (OSError, ValueError):
             return False
 
-    with ThreadPoolExecutor(max_workers=max(1, len(hosts))) as pool:
-        return dict(zip(hosts, pool.map(one, hosts)))
+    with ThreadPoolExecutor(max_workers=max(1, len(endpoints))) as pool:
+        return dict(zip(endpoints, pool.map(one, endpoints)))
 
 
 def prepared_enabled(status: dict[str, DatasetStatus]) -> dict[str, bool]:
