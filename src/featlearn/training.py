@@ -93,7 +93,16 @@ def resumable_training(
     identity = run_identity()
     # loaded onto the CPU: the random-number states must stay CPU byte tensors (a GPU run's checkpoint mapped onto
     # its device could not be restored); load_state_dict copies the model's and the optimiser's tensors to their device
-    state = torch.load(resume, weights_only=True, map_location="cpu") if resume.exists() else None
+    state = None
+    if resume.exists():
+        try:
+            state = torch.load(resume, weights_only=True, map_location="cpu")
+            if not isinstance(state, dict):
+                raise TypeError(f"a {type(state).__name__}, not a checkpoint")
+        except Exception as err:  # noqa: BLE001 - a torn or foreign file is trained again, never trusted (as load_part)
+            log(f"discarding {resume}: unreadable ({type(err).__name__}); starting afresh")
+            resume.unlink()
+            state = None
     if state is not None and (state.get("settings") != settings or state.get("identity", {}) != identity):
         what = "settings" if state.get("settings") != settings else ", ".join(
             k for k in sorted(set(identity) | set(state.get("identity", {})))
