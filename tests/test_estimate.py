@@ -1168,3 +1168,20 @@ def test_the_limits_file_sizes_the_memory_of_a_job_that_got_no_time():
                                 "gpu_mem_mb": 800 + 2048}
     assert jobs[key(untimed)] == {"job": "untimed", "mem_mb": 1000 + 6144, "gpu_mem_mb": 800 + 6144}
     assert jobs[key(cpu)] == {"job": "cpu", "mem_mb": 1000 + 2048}
+
+
+@pytest.mark.parametrize("text", ['{"a": 1', "[1, 2]", "\udcff"])
+def test_a_probe_cache_that_is_not_one_stops_the_estimate_naming_it_and_is_kept(tmp_path, capsys, text):
+    """A cache cut short on its way back from a device, or not a cache at all, is reported by the command (exit 2, no
+    traceback) and left as it was: its probes may be minutes of a device's time."""
+    from featlearn.pipeline.cli import main
+
+    cache = tmp_path / "probes.json"
+    cache.write_bytes(text.encode("utf-8", "surrogateescape"))
+    before = cache.read_bytes()
+    assert main(["estimate", "--cache", str(cache), "--no-probe", "--out", str(tmp_path / "e.md"),
+                 "--results", str(tmp_path / "results"), "--resources-out", ""]) == 2
+    err = capsys.readouterr().err
+    assert f"{cache} is not a probe cache" in err and "Traceback" not in err
+    assert cache.read_bytes() == before
+    assert E.read_cache(tmp_path / "none.json") == {}

@@ -381,6 +381,25 @@ def cached_torch(cache: dict, label: str, where: str | os.PathLike = "the cache"
     return collections.Counter(mine).most_common(1)[0][0]
 
 
+def read_cache(path: str | os.PathLike) -> dict:
+    """The probes of a cache file (empty where there is none). A file that is not a cache (cut short on its way back
+    from a device, edited) stops the estimate naming it rather than being overwritten: its probes may be minutes of
+    a device's time."""
+    from featlearn.data.fetch import DataError
+
+    p = Path(path)
+    if not p.is_file():
+        return {}
+    try:
+        cache = json.loads(p.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DataError(f"{p} is not a probe cache (not JSON: {exc}); repair it, or give another --cache") from exc
+    if not isinstance(cache, dict):
+        raise DataError(f"{p} is not a probe cache (a JSON {type(cache).__name__}, not an object of probes); repair it, "
+                        "or give another --cache")
+    return cache
+
+
 class Prober:
     """Seconds per step of a (rule, probe), measured once per (device, torch version, rule, shape) and cached in a
     JSON file; ``probe=False`` answers from the cache only (None when missing).
@@ -407,7 +426,7 @@ class Prober:
         self.steps, self.warmup, self.probe, self.max_seconds = max(1, steps), max(0, warmup), probe, max_seconds
         self.probes = probes or {}  # probe kind -> function, in place of the function a probe names (tests)
         self.torch = torch.__version__
-        self.cache = json.loads(self.cache_path.read_text()) if self.cache_path.is_file() else {}
+        self.cache = read_cache(self.cache_path)
         self.label = label
         if label is not None:
             self.probe = False
