@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 def main(argv=None) -> int:
     from featlearn.pipeline.estimate import build_dag
-    from featlearn.pipeline.reference import (REFERENCE_FILE, entries_from_run, job_targets, read_reference,
-                                              reference_seconds, write_reference)
+    from featlearn.pipeline.reference import (REFERENCE_FILE, entries_from_run, read_reference, reference_seconds,
+                                              write_reference)
     from featlearn.pipeline.workflow import merged_config
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -52,6 +52,39 @@ def main(argv=None) -> int:
     for e in new:
         print(f"  {e['label']}: {e['wall_s']} s", file=sys.stderr)
     return 0
+
+
+def job_targets(config: dict, results: str = "results", online: bool = False) -> dict[str, str]:
+    """One output file of each unmodelled CPU job of ``config``'s DAG, by job label: the targets with which
+    ``snakemake`` runs those jobs (and what they depend on) and no other."""
+    import importlib
+
+    import featlearn.pipeline.workflow as wf
+    from featlearn import PAPERS
+    from featlearn.pipeline.dag import files_of
+    from featlearn.pipeline.estimate import build_dag
+    from featlearn.pipeline.reference import unmodelled_cpu
+    from featlearn.pipeline.registry import Paths
+
+    nodes = build_dag(config, results, online=online)
+    wanted = {n.label: n for n in unmodelled_cpu(nodes)}
+    paths = Paths(results)
+    status = wf.dataset_status(config, f"{results}/data/raw")
+    prepared_on = wf.prepared_enabled(status)
+
+    def dataset_on(name: str) -> bool:
+        return prepared_on[name] if name in prepared_on else status[name].enabled
+
+    targets = {n.label: paths.prepared(n.wildcards["name"], "stats.json") for n in wanted.values()
+               if n.rule == "data_prepare"}
+    for paper in PAPERS:
+        reg = importlib.import_module(f"featlearn.{paper}.registry").registry(config, paths, dataset_on)
+        for job in reg.jobs:
+            for n in wanted.values():
+                if n.rule == job.name:
+                    first = files_of(next(iter(job.outputs.values())))[0]
+                    targets[n.label] = first.format(**n.wildcards)
+    return targets
 
 
 if __name__ == "__main__":

@@ -33,8 +33,9 @@ def job(settings, inputs, outputs, ctx):
     if settings.get("fail"):
         raise RuntimeError("planted failure")
     if settings.get("wait"):
-        with open(outputs["out"] + ".pid", "w") as f:
+        with open(outputs["out"] + ".pid.tmp", "w") as f:  # renamed whole: the test never reads it half-written
             f.write(str(os.getpid()))
+        os.replace(outputs["out"] + ".pid.tmp", outputs["out"] + ".pid")
         time.sleep(60)
     with open(outputs["out"], "w") as f:
         f.write("done")

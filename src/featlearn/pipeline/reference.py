@@ -127,34 +127,3 @@ def write_reference(path: str | os.PathLike, new: list[dict]) -> dict:
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(json.dumps(data, indent=1) + "\n")
     return data
-
-
-def job_targets(config: dict, results: str = "results", online: bool = False) -> dict[str, str]:
-    """One output file of each unmodelled CPU job of ``config``'s DAG, by job label: the targets with which
-    ``snakemake`` runs those jobs (and what they depend on) and no other."""
-    import importlib
-
-    import featlearn.pipeline.workflow as wf
-    from featlearn.pipeline.dag import files_of
-    from featlearn.pipeline.estimate import PAPERS, build_dag
-    from featlearn.pipeline.registry import Paths
-
-    nodes = build_dag(config, results, online=online)
-    wanted = {n.label: n for n in unmodelled_cpu(nodes)}
-    paths = Paths(results)
-    status = wf.dataset_status(config, f"{results}/data/raw")
-    prepared_on = wf.prepared_enabled(status)
-
-    def dataset_on(name: str) -> bool:
-        return prepared_on[name] if name in prepared_on else status[name].enabled
-
-    targets = {n.label: paths.prepared(n.wildcards["name"], "stats.json") for n in wanted.values()
-               if n.rule == "data_prepare"}
-    for paper in PAPERS:
-        reg = importlib.import_module(f"featlearn.{paper}.registry").registry(config, paths, dataset_on)
-        for job in reg.jobs:
-            for n in wanted.values():
-                if n.rule == job.name:
-                    first = files_of(next(iter(job.outputs.values())))[0]
-                    targets[n.label] = first.format(**n.wildcards)
-    return targets
