@@ -38,8 +38,9 @@ test: setup
 	ruff check src tests benchmarks
 	snakemake --lint
 	# every test but the SLURM ones on every core (a module's tests, and those of the shared smoke run, stay in one
-	# worker: tests/conftest.py); then the SLURM tests alone, whose cluster has one node and time limits of a minute
-	pytest -n $(TEST_WORKERS) --dist loadgroup -m "not slurm" $(ARGS)
+	# worker: tests/conftest.py), the slowest groups first (conftest's SLOW_GROUPS: xdist's reorder by test count is
+	# off); then the SLURM tests alone, whose cluster has one node and time limits of a minute
+	pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder -m "not slurm" $(ARGS)
 	pytest -m slurm $(ARGS) || [ $$? -eq 5 ]  # 5: ARGS selected no SLURM test
 
 # The lowest versions pyproject.toml allows (envs/floors.txt), in their own environment, against the unit tests.

@@ -103,13 +103,30 @@ def smoke_run(tmp_path_factory, shared_data):
     return work, env, result
 
 
+# The groups that take longest, longest first (serial seconds on a 2-core CPU on 2026-12-04: the smoke run's tests 313,
+# test_faults 178, test_estimate 135, test_workflow_hygiene 83, test_jobserver 66, test_workflow 58, the sweep tests
+# 50; the other 61 groups 25 or less). pytest-xdist hands the groups to its workers in the order of the collection
+# (``make test`` passes --no-loadscope-reorder; by default it orders them by their number of tests, which sent the 4
+# fault tests of 3 minutes out last and left the other worker idle behind them): the long ones start first and the
+# short ones fill in.
+SLOW_GROUPS = ("smoke_run", "tests/test_faults.py", "tests/test_estimate.py", "tests/test_workflow_hygiene.py",
+               "tests/test_jobserver.py", "tests/test_workflow.py", "tests/templates/test_templates_sweeps.py")
+
+
+def xdist_group_of(item) -> str:
+    """The xdist group of a collected test: ``smoke_run`` for the tests of the shared smoke run, else its module."""
+    return "smoke_run" if "smoke_run" in getattr(item, "fixturenames", ()) else item.nodeid.split("::", 1)[0]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Groups for pytest-xdist's ``--dist loadgroup`` (``make test`` runs the tests on every core): the tests of one
     module run in one worker, so a module's fixtures (a workflow run) are made once; every test of the shared smoke run
-    (fixture ``smoke_run``) runs in one worker too, so the whole pipeline runs once, as without xdist. First among the
-    hooks: xdist's own, which reads the groups into the test ids, runs after it (otherwise no group is ever seen and
-    every worker makes the smoke run again)."""
+    (fixture ``smoke_run``) runs in one worker too, so the whole pipeline runs once, as without xdist. The slow groups
+    go first (``SLOW_GROUPS``), the rest keep their order. First among the hooks: xdist's own, which reads the groups
+    into the test ids, runs after it (otherwise no group is ever seen and every worker makes the smoke run again)."""
+    rank = {group: i for i, group in enumerate(SLOW_GROUPS)}
+    groups = {id(item): xdist_group_of(item) for item in items}
+    items.sort(key=lambda item: rank.get(groups[id(item)], len(SLOW_GROUPS)))  # stable: the rest in collection order
     for item in items:
-        group = "smoke_run" if "smoke_run" in getattr(item, "fixturenames", ()) else item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+        item.add_marker(pytest.mark.xdist_group(groups[id(item)]))

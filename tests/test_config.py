@@ -12,7 +12,7 @@ from snakemake.utils import update_config
 
 from wfutil import REPO, copy_workflow, snakemake
 
-from featlearn.pipeline.workflow import load_schema
+from featlearn.pipeline.workflow import load_schema, read_yaml
 from featlearn.pipeline.workflow import validate_config as validate  # the schema the Snakefile checks, completed
 
 SCHEMA = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
@@ -184,3 +184,16 @@ def test_config_errors_name_the_key_and_the_reason():
     assert lines == ["config key data: Additional properties are not allowed ('mirorr' was unexpected)",
                      "config key report.dpi: 5 is less than the minimum of 50"]
     assert config_errors(load("config.yaml"), SCHEMA) == []
+
+
+def test_read_yaml_reads_what_safe_load_reads_and_refuses_what_it_refuses(repo, tmp_path):
+    for path in [repo / "workflow" / "schemas" / "config.schema.yaml", *sorted((repo / "config").glob("*.yaml"))]:
+        assert read_yaml(path) == yaml.safe_load(path.read_text()), path
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: [1, 2\nb: 3\n")
+    with pytest.raises(yaml.YAMLError):
+        read_yaml(bad)
+    tagged = tmp_path / "tagged.yaml"  # no Python objects: safe loading only
+    tagged.write_text("a: !!python/object/apply:os.system ['true']\n")
+    with pytest.raises(yaml.YAMLError):
+        read_yaml(tagged)

@@ -84,6 +84,41 @@ def test_relative_imports_and_imports_in_functions_count(tmp_path):
         closure(["featlearn.nothing"], root)
 
 
+def test_an_import_in_any_nested_block_counts_and_an_edit_is_seen(tmp_path):
+    """The import walk visits statement blocks only (an expression holds no import): every kind of block that
+    nests statements is planted here, each importing a module of its own. A file parsed once is parsed again
+    after an edit (its size and modification time key the parse)."""
+    import os
+
+    root = tmp_path / "featlearn"
+    root.mkdir()
+    (root / "__init__.py").write_text("")
+    blocks = {
+        "m_def": "def f():\n    import featlearn.m_def\n",
+        "m_async": "async def f():\n    async with x:\n        from featlearn import m_async\n",
+        "m_class": "class A:\n    def g(self):\n        if x:\n            pass\n"
+                   "        else:\n            import featlearn.m_class\n",
+        "m_try": "try:\n    pass\nexcept ImportError:\n    import featlearn.m_try\n",
+        "m_finally": "try:\n    pass\nfinally:\n    import featlearn.m_finally\n",
+        "m_tryelse": "try:\n    pass\nexcept Exception:\n    pass\nelse:\n    import featlearn.m_tryelse\n",
+        "m_for": "for i in x:\n    pass\nelse:\n    import featlearn.m_for\n",
+        "m_while": "while x:\n    with y:\n        import featlearn.m_while\n",
+        "m_match": "match x:\n    case 1:\n        import featlearn.m_match\n",
+        "m_lambda": "f = lambda: __import__('featlearn.m_none')\ns = 'import featlearn.m_none'\n",
+    }
+    for name in [*blocks, "m_none"]:
+        (root / f"{name}.py").write_text("")
+    entry = root / "entry.py"
+    entry.write_text("".join(blocks.values()))
+    found = closure(["featlearn.entry"], root)
+    assert found == sorted(["featlearn", "featlearn.entry", *(f"featlearn.{n}" for n in blocks if n != "m_lambda")])
+    # the same file edited (a new import, the same modification time as before): the next closure sees it
+    stat = entry.stat()
+    entry.write_text(entry.read_text() + "import featlearn.m_none\n")
+    os.utime(entry, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert "featlearn.m_none" in closure(["featlearn.entry"], root)
+
+
 # ------------------------------------------------------------------------------ the package's layers (issue 36)
 # Lowest first. A module may import its own layer and those below; papers sit above the pipeline machinery,
 # which sits above the base modules. The estimate's core is pipeline machinery; each paper's cost models sit

@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = "featlearn"
@@ -37,10 +39,25 @@ def _parents(name: str) -> list[str]:
 
 def _imports_of(path: Path, name: str, root: Path) -> set[str]:
     """featlearn modules imported anywhere in ``path`` (module ``name``), with the packages on their way."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    stat = path.stat()
+    out = set()
+    for mod in _imported_names(str(path), name, stat.st_mtime_ns, stat.st_size):
+        if module_file(mod, root) is not None:
+            out.add(mod)
+            out.update(p for p in _parents(mod) if module_file(p, root) is not None)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _imported_names(path_text: str, name: str, mtime_ns: int, size: int) -> frozenset[str]:
+    """Every module name the source at ``path_text`` imports, of any package, with ``from a import b``'s
+    ``a.b``; parsed once per file version (its size and modification time), as every job's closure walks the
+    same files (a Snakemake call builds dozens)."""
+    path = Path(path_text)
+    tree = ast.parse(path.read_text(), filename=path_text)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -53,12 +70,21 @@ def _imports_of(path: Path, name: str, root: Path) -> set[str]:
             found.add(base)
             # `from featlearn.a import b`: b may be a submodule
             found.update(f"{base}.{a.name}" for a in node.names if a.name != "*")
-    out = set()
-    for mod in found:
-        if module_file(mod, root) is not None:
-            out.add(mod)
-            out.update(p for p in _parents(mod) if module_file(p, root) is not None)
-    return out
+    return frozenset(found)
+
+
+def _statements(body: list) -> Iterator[ast.AST]:
+    """Every statement in ``body`` and in the blocks nested in it, at any depth (functions, classes, loops, ``try``,
+    ``with``, ``match``): where an import can be, since an expression holds no statement. Walking the blocks only
+    visits a fraction of the nodes ``ast.walk`` visits."""
+    todo = list(reversed(body))
+    while todo:
+        node = todo.pop()
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                todo.extend(reversed(block))
 
 
 def closure(entries: tuple[str, ...] | list[str], root: Path = PACKAGE_DIR) -> list[str]:
@@ -97,8 +123,15 @@ def modules_hash(entries, extra: tuple[str, ...] = (), root: Path = PACKAGE_DIR)
 
 
 def _stamp(root: Path) -> tuple:
-    """Sizes and modification times of the package's sources: a cached hash is reused only while they hold."""
-    return tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(Path(root).rglob("*.py")))
+    """Sizes and modification times of the package's sources: a cached hash is reused only while they hold. (A
+    Snakemake call asks for it a hundred times: one ``os.stat`` a file, with ``os.walk``.)"""
+    out = []
+    for folder, _, names in os.walk(root):
+        for name in names:
+            if name.endswith(".py"):
+                st = os.stat(path := os.path.join(folder, name))
+                out.append((path, st.st_mtime_ns, st.st_size))
+    return tuple(sorted(out))
 
 
 @functools.lru_cache(maxsize=None)

@@ -197,17 +197,24 @@ def pretrained_checkpoints(pre: dict, data_offline: bool, available) -> tuple[li
     return keep, why
 
 
+def read_yaml(path: str | os.PathLike):
+    """The YAML file at ``path``, read as ``yaml.safe_load`` reads it, with libyaml's C parser where PyYAML has it
+    (8x faster on the config schema, which every Snakemake call reads with the config files). Kept here, not in
+    featlearn.io, whose every edit reruns every job (it is in each job's code hash)."""
+    import yaml
+
+    return yaml.load(Path(path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def load_schema(schema_path: str | os.PathLike) -> dict:
     """The config schema: workflow/schemas/config.schema.yaml, completed by the papers whose records hold the
     keys of a family (a paper's registry module may define ``config_schema(schema)``: the templates sweep grids,
     one ``templates.sweeps.fig<id>`` per grid record, are required and described from their records)."""
     import importlib
 
-    import yaml
-
     from featlearn import PAPERS
 
-    schema = yaml.safe_load(Path(schema_path).read_text())
+    schema = read_yaml(schema_path)
     for paper in PAPERS:
         complete = getattr(importlib.import_module(f"featlearn.{paper}.registry"), "config_schema", None)
         if complete is not None:
@@ -253,24 +260,20 @@ CONFIG_SCALES = ("smoke", "default", "paper")
 
 def scale_config(scale: str, config_dir: str | os.PathLike) -> dict:
     """config.yaml, with smoke.yaml or paper.yaml merged on top for those scales (as ``--configfile`` does)."""
-    import yaml
-
     if scale not in CONFIG_SCALES:
         raise ValueError(f"unknown scale {scale!r}; expected one of {CONFIG_SCALES}")
     config_dir = Path(config_dir)
-    config = yaml.safe_load((config_dir / "config.yaml").read_text())
+    config = read_yaml(config_dir / "config.yaml")
     if scale != "default":
-        config = merge_config(config, yaml.safe_load((config_dir / f"{scale}.yaml").read_text()) or {})
+        config = merge_config(config, read_yaml(config_dir / f"{scale}.yaml") or {})
     return config
 
 
 def merged_config(configfiles: list[str], config_dir: str | os.PathLike = "config") -> dict:
     """config.yaml with each overlay merged on top in order, as ``snakemake --configfile A B`` merges them."""
-    import yaml
-
-    config = yaml.safe_load((Path(config_dir) / "config.yaml").read_text())
+    config = read_yaml(Path(config_dir) / "config.yaml")
     for path in configfiles:
-        config = merge_config(config, yaml.safe_load(Path(path).read_text()) or {})
+        config = merge_config(config, read_yaml(path) or {})
     return config
 
 
