@@ -68,6 +68,28 @@ def test_every_registry_jobs_closure_holds_its_run_module_and_the_compute_comman
             assert {run_file, "pipeline/compute.py", f"{paper}/__init__.py"} <= got, job.name
 
 
+def test_no_compute_job_reruns_when_the_estimate_or_the_dag_code_changes():
+    """A job's code hash holds what it runs: no compute job imports the estimate (the sweep engine's pool shares only
+    its order, featlearn.pipeline.order) and no training job the workflow's DAG code, so an edit of either does not
+    rerun the trainings (before 2026-12-04 every templates sweep did)."""
+    import importlib
+
+    from featlearn.pipeline.registry import Paths
+    from featlearn.pipeline.workflow import scale_config
+
+    config = scale_config("default", SRC.parents[1] / "config")
+    checked = []
+    for paper in ("features", "scan_snap", "joma", "templates"):
+        reg = importlib.import_module(f"featlearn.{paper}.registry").registry(config, Paths("results"), lambda n: True)
+        for job in reg.jobs:
+            got = set(closure((entry_module(job.run), "featlearn.pipeline.compute")))
+            assert "featlearn.pipeline.estimate" not in got, job.name
+            if job.name != "templates_checks":  # its checks read the registry's claim ids, and so its checkpoint list
+                assert "featlearn.pipeline.workflow" not in got, job.name
+            checked.append(job.name)
+    assert "templates_sweep" in checked
+
+
 def test_relative_imports_and_imports_in_functions_count(tmp_path):
     root = tmp_path / "featlearn"
     (root / "sub").mkdir(parents=True)

@@ -45,6 +45,7 @@ from typing import Callable
 from featlearn import PAPERS, precision
 from featlearn.pipeline.benchfiles import job_resumed
 from featlearn.pipeline.evidence import EVIDENCE_DIR, read_evidence
+from featlearn.pipeline.order import work_order  # noqa: F401 (the estimate's order of a job's groups; re-exported)
 from featlearn.pipeline.reference import REFERENCE_FILE, read_reference, reference_seconds
 from featlearn.pipeline.registry import load
 from featlearn.pipeline.sizing import ESTIMATE_RESOURCES
@@ -578,12 +579,6 @@ def critical_path(times: dict[str, float], deps: dict[str, list[str]]) -> tuple[
     while best_prev[path[-1]] is not None:
         path.append(best_prev[path[-1]])
     return finish[end], path[::-1]
-
-
-def work_order(items: list[tuple[float | None, object]]) -> list[tuple[float | None, object]]:
-    """(work, item) pairs in the order a pool of workers takes them: the largest work first (a work of None counts as
-    0), ties in their listed order (``featlearn.templates.sweeps.engine.GroupQueue``)."""
-    return sorted(items, key=lambda pair: -(pair[0] or 0.0))
 
 
 def list_makespan(seconds: list[float], workers: int) -> float:

@@ -980,7 +980,7 @@ class GroupQueue:
         if self.started:
             return
         self.started = True
-        from featlearn.pipeline.estimate import work_order  # the order the estimate schedules (ties as queued)
+        from featlearn.pipeline.order import work_order  # the order the estimate schedules (ties as queued)
 
         for _, (queued, call) in work_order([(w, (q, c)) for w, q, c in self._waiting]):
             queued.future = self.pool.submit(*call)
