@@ -4,8 +4,7 @@
 Registry records (``registry``) and the DAG they make (``dag``, ``workflow``: config, datasets, checkpoints),
 the compute and figure commands (``compute``, ``figure``), claims and the scorecard (``claims``, ``scorecard``),
 the run's own pages (``runrecord``, ``pages``, ``markdown_html``, ``targets``), resources (``sizing``), the cost
-estimate's core (``estimate``: each paper's cost models sit in its own ``cost`` module, named by its jobs; the order
-a pool of workers takes its tasks in, ``order``, shared with the sweep engine), code
+estimate's core (``estimate``: each paper's cost models sit in its own ``cost`` module, named by its jobs), code
 hashes (``imports``), the job server and its client (``jobserver``, ``jobclient``) and the command line
 (``cli``). Standard library only at import time, so that Snakemake builds the DAG without torch.
 """
