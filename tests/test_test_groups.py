@@ -21,7 +21,7 @@ def test_every_test_is_in_its_group(request):
     assert not wrong, f"{len(wrong)} tests without their group, e.g. {wrong[:3]}"
 
 
-def test_the_slow_groups_go_first_and_the_rest_keep_their_order(request):
+def test_the_slow_groups_go_first_in_their_order_each_in_one_run(request):
     """conftest's SLOW_GROUPS lead the collection, in their order and each in one run (xdist hands the groups out in
     that order under ``make test``), ahead of every other test."""
     from conftest import SLOW_GROUPS, xdist_group_of

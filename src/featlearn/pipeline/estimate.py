@@ -45,7 +45,7 @@ from typing import Callable
 from featlearn import PAPERS, precision
 from featlearn.pipeline.benchfiles import job_resumed
 from featlearn.pipeline.evidence import EVIDENCE_DIR, read_evidence
-from featlearn.pipeline.order import work_order  # noqa: F401 (the estimate's order of a job's groups; re-exported)
+from featlearn.pipeline.order import work_order  # the order of a job's groups, as the sweep engine's pool takes them
 from featlearn.pipeline.reference import REFERENCE_FILE, read_reference, reference_seconds
 from featlearn.pipeline.registry import load
 from featlearn.pipeline.sizing import ESTIMATE_RESOURCES
