@@ -583,6 +583,50 @@ def test_the_mlps_input_major_first_layer_changes_no_bit(monkeypatch):
         assert torch.equal(input_major.train_loss, as_stacked.train_loss)
 
 
+def _first_layer_with_a_slice(self, tokens):
+    """TemplateMLP.first_layer as it was: the pair inputs' rows taken as the slice W[:, kV:]."""
+    W, b = self.layers[0].weight, self.layers[0].bias
+    k, V = self.length, self.vocab_size
+    h = torch.nn.functional.embedding(tokens + torch.arange(k) * V, W.T).sum(dim=1) + b
+    if self.xxt:
+        eq = (tokens.unsqueeze(1) == tokens.unsqueeze(2)).to(W.dtype).flatten(1) * self.xxt_scale
+        h = h + eq @ W[:, k * V :].T
+    return h
+
+
+def test_the_pair_inputs_rows_come_from_the_tokens_lookup_with_the_same_bits(monkeypatch):
+    """The MLP + XX^T model looks up its pair inputs' rows of W^T with its tokens' rows, so that W's gradient is one
+    tensor in the engine's input-major layout (as a slice, it was a second full-size tensor in the other layout, which
+    doubled a paper-scale group's step). A group trained so ends with exactly the parameters and losses of the slice."""
+    runs = [S.RunSpec(1, 1e-2, "vanilla"), S.RunSpec(2, 3e-3, "vanilla")]
+    group = _group(T.aba_abb(), 40, runs, arch="mlp_xxt", model={"depth": 3, "hidden": 16}, epochs=4, batch=16,
+                   progress=False)
+    looked_up = S.train_group(group)
+    real = M.TemplateMLP.first_layer
+    with monkeypatch.context() as m:
+        m.setattr(M.TemplateMLP, "first_layer", _first_layer_with_a_slice)
+        sliced = S.train_group(group)
+        mlp = M.TemplateMLP(7, 3, hidden=5, depth=2, xxt=True)
+        W = S._stacked_layout("mlp_xxt", "layers.0.weight", torch.stack([mlp.layers[0].weight.detach()] * 2))
+        tokens = torch.tensor([[[0, 1, 0], [2, 2, 3]]] * 2)
+        params = {name: torch.stack([p.detach()] * 2) for name, p in mlp.named_parameters()}
+
+        def grad_of_w(first_layer):
+            m.setattr(M.TemplateMLP, "first_layer", first_layer)
+            w = W.clone().requires_grad_(True)
+            out = torch.func.vmap(lambda p, x: torch.func.functional_call(mlp, p, (x,)))(
+                {**params, "layers.0.weight": w}, tokens)
+            return torch.autograd.grad(out.sum(), w)[0]
+
+        old, new = grad_of_w(_first_layer_with_a_slice), grad_of_w(real)
+    for name in sliced.params:
+        assert torch.equal(looked_up.params[name], sliced.params[name]), name
+    assert torch.equal(looked_up.val_loss, sliced.val_loss)
+    assert torch.equal(looked_up.train_loss, sliced.train_loss)
+    assert torch.equal(old, new)
+    assert new.stride() == W.stride() != old.stride()  # one gradient, laid out as the engine keeps W
+
+
 def test_the_environment_runs_the_graph_safe_step_uncaptured_on_a_cpu(monkeypatch):
     """With the diagnostic (featlearn.cudagraphs.UNCAPTURED_ENV) a switched-on group trains with the graph-safe step on
     the CPU: every step goes through it, and the group trains as the eager step does up to float rounding. A group

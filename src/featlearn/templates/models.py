@@ -229,11 +229,19 @@ class TemplateMLP(nn.Module):
         offsets = torch.arange(k, device=tokens.device) * V
         # one-hot concat @ W^T: rows of W^T, whose first k V rows are the one-hot inputs' (the whole of W^T is looked
         # up, not a slice of it: the same rows, and no copy of a slice where the engine stores W input-major)
-        h = F.embedding(tokens + offsets, W.T).sum(dim=1) + b
-        if self.xxt:
-            eq = (tokens.unsqueeze(1) == tokens.unsqueeze(2)).to(W.dtype).flatten(1) * self.xxt_scale
-            h = h + eq @ W[:, k * V :].T
-        return h
+        if not self.xxt:
+            return F.embedding(tokens + offsets, W.T).sum(dim=1) + b
+        # With the pair inputs, their k² rows of W^T (the last ones) come from the same lookup as the tokens' rows, so
+        # that W's gradient is one embedding backward, laid out as W is kept. Taken as a slice W[:, kV:], their
+        # gradient was a second full-size tensor in the other layout, added to the first: the update then read it
+        # across the engine's input-major layout (a paper-scale group of n 8,192: twice the step time of the MLP's).
+        # The same rows, products and sums, so the same bits (tests/templates/test_templates.py).
+        B = tokens.shape[0]
+        pairs = torch.arange(k * V, k * V + k * k, device=tokens.device)
+        rows = F.embedding(torch.cat([(tokens + offsets).flatten(), pairs]), W.T)
+        h = rows[: B * k].view(B, k, -1).sum(dim=1) + b
+        eq = (tokens.unsqueeze(1) == tokens.unsqueeze(2)).to(W.dtype).flatten(1) * self.xxt_scale
+        return h + eq @ rows[B * k :]
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         h = F.relu(self.first_layer(tokens))
