@@ -504,6 +504,73 @@ def test_probe_cache_is_keyed_by_device_and_not_probed_twice(tmp_path, monkeypat
     assert calls == [2, 2]
 
 
+def test_a_cpu_sweep_probe_times_the_groups_later_epochs_not_its_first(repo, monkeypatch):
+    """On a CPU the sweep probe trains one group and times its epochs after the untimed ones, whose steps take up to
+    3x as long as the later ones on a large MLP group (Adam's zero second moments, memory touched for the first time;
+    docs/estimate.md). Timed as before, on a fresh group's first epochs, the planted clock below gives 7 s a step."""
+    from featlearn.templates.sweeps import engine
+
+    epoch_seconds = {1: 10.0, 2: 4.0}  # a fresh group's first epochs; every later one takes 1 s
+    clock = [0.0]
+    trained = []
+
+    def fake_train_group(group, work_dir=None, key=None, checkpoint_seconds=None, on_epoch=None):
+        trained.append(group.epochs)
+        start = clock[0]
+        for epoch in range(1, group.epochs + 1):
+            clock[0] += epoch_seconds.get(epoch, 1.0)
+            if on_epoch is not None:
+                on_epoch(epoch)
+        return dataclasses.make_dataclass("R", ["seconds"])(clock[0] - start)
+
+    monkeypatch.setattr(engine, "train_group", fake_train_group)
+    monkeypatch.setattr(templates_cost.time, "perf_counter", lambda: clock[0])
+    config = E.merged_config([str(repo / "config" / "smoke.yaml")], repo / "config")
+    from featlearn.templates.registry import sweep_settings
+
+    settings = sweep_settings(config["templates"], "25")
+    settings["sweeps"]["fig25"]["n"] = [8]
+    shape = templates_cost.sweep_cost(_node("templates_sweep", settings, {"grid": "25"})).parts[0].probe.shape
+    assert templates_cost.sweep_probe(shape, 2, "cpu", 2, 1) == {"seconds_per_step": 1.0}  # epochs 3 and 4
+    assert trained == [4] and templates_cost.CPU_UNTIMED_EPOCHS == 2  # one group: 2 untimed epochs, 2 timed
+    trained.clear()
+    assert templates_cost.sweep_probe(shape, 2, "cpu", 1, 3) == {"seconds_per_step": 1.0}  # a longer warm-up: 3 untimed
+    assert trained == [4]
+
+
+def test_a_probe_whose_cpu_method_changed_is_measured_again_on_a_cpu_only(tmp_path, monkeypatch):
+    """A probe function's ``cpu_method`` is part of a CPU probe's key: the CPU records cached before the method changed
+    are not reused, a GPU's are (its method did not change), and the committed GPU probes of the templates sweeps keep
+    answering their shapes."""
+    calls = []
+
+    def fake(shape, dim, device, steps, warmup):
+        calls.append(device)
+        return {"seconds_per_step": 2.0}
+
+    cache = tmp_path / "probes.json"
+    p = E.probe("fake", {"runs": 2}, "runs")
+    monkeypatch.setattr(E, "device_name", lambda device, threads: "A GPU" if device == "cuda" else "A CPU, 1 threads")
+    E.Prober("cuda", cache, probes={"fake": fake}).get("rule", p)
+    E.Prober("cpu", cache, probes={"fake": fake}).get("rule", p)
+    assert calls == ["cuda", "cpu"]
+    fake.cpu_method = "after the first epochs"
+    gpu, cpu = E.Prober("cuda", cache, probes={"fake": fake}), E.Prober("cpu", cache, probes={"fake": fake})
+    assert "method" not in json.loads(gpu.key("rule", p))
+    assert json.loads(cpu.key("rule", p))["method"] == "after the first epochs"
+    assert gpu.get("rule", p) and cpu.get("rule", p)
+    assert calls == ["cuda", "cpu", "cpu"] and gpu.measured == 0 and cpu.measured == 1
+    # the committed H200 probes of the sweeps: the same keys as when they were measured
+    committed = Path(__file__).resolve().parents[1] / "benchmarks" / "device" / "h200-2026-11-28" / "probes.json"
+    keys = [k for k in json.loads(committed.read_text()) if json.loads(k).get("kind") == "sweep"]
+    assert keys
+    h200 = E.Prober("cpu", committed, label="NVIDIA H200")
+    for k in keys[:5]:
+        rec = json.loads(k)
+        sweep = E.probe("sweep", rec["shape"], "runs", 1, "featlearn.templates.cost:sweep_probe")
+        assert h200.key(rec["rule"], sweep) == k
+
+
 def test_another_devices_probes_are_read_without_measuring(tmp_path, monkeypatch):
     """--cached-device: the probes a GPU machine cached answer on a machine without one, under the torch version
     they were measured with; nothing is measured, a shape they lack stays missing, a CPU's name gets its thread

@@ -688,6 +688,20 @@ def test_a_group_killed_mid_training_resumes_from_its_checkpoint_bit_for_bit(tmp
     assert len(list((work / PARTS_DIR).glob("*.pt"))) == 1  # the last checkpoint, after epoch 6, for the caller
 
 
+def test_on_epoch_is_called_after_each_epoch_and_changes_nothing():
+    """``train_group``'s ``on_epoch`` (the estimate's probe times a group's later epochs with it) is called once per
+    epoch, in order, after the epoch's evaluation, and the group trains to the same bits as without it."""
+    group = _group(T.aba_abb(), 12, [S.RunSpec(1, 1e-2), S.RunSpec(2, 1e-1)], model=TINY, epochs=4, batch=5,
+                   dtype=torch.float64, progress=False)
+    seen = []
+    with_calls = S.train_group(group, on_epoch=seen.append)
+    plain = S.train_group(group)
+    assert seen == [1, 2, 3, 4]
+    for name in plain.params:
+        assert torch.equal(with_calls.params[name], plain.params[name]), name
+    assert torch.equal(with_calls.val_loss, plain.val_loss)
+
+
 def test_a_group_checkpoint_needs_a_key_and_one_of_another_run_identity_is_discarded(tmp_path, monkeypatch,
                                                                                      interrupt_after):
     """A resume folder without the group's key is refused (a checkpoint must say what it belongs to). A checkpoint kept

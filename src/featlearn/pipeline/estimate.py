@@ -461,7 +461,16 @@ class Prober:
                "kind": p.kind, "shape": p.shape, "version": PROBE_VERSION}
         if p.precision != "fp32":  # (fp32 probes keep the keys they were cached under before the setting existed)
             key["precision"] = p.precision
+        method = self.cpu_method(p) if self.on_cpu else None
+        if method:  # a probe whose method on a CPU changed: CPU records of before it are not reused (GPU ones are)
+            key["method"] = method
         return json.dumps(key, sort_keys=True)
+
+    def cpu_method(self, p: Probe) -> str | None:
+        """What the probe function times on a CPU where it says so (its ``cpu_method`` attribute, e.g.
+        ``featlearn.templates.cost.sweep_probe``'s), part of a CPU probe's cache key; None for the others."""
+        fn = self.probes.get(p.kind) or (load(p.run) if p.run else None)
+        return getattr(fn, "cpu_method", None)
 
     def get(self, rule: str, p: Probe, flops_per_step: float | None = None) -> dict | None:
         key = self.key(rule, p)

@@ -95,11 +95,22 @@ def calibration_cost(node: Node, results: str = "results") -> Cost:
     return groups_cost(node, calibration_curves(node.settings["sweeps"]))
 
 
+# Epochs of a fresh group that a CPU probe trains untimed (at least; more where the warm-up asks): measured on a CPU
+# (1 thread, 20 runs, paper-scale groups, 2026-12-07, docs/estimate.md), a fresh MLP group of n 8,192 takes 3.2x and
+# 1.3x its later epochs' steps in its first and second epochs, whose Adam second moments are mostly exact zeros
+# (PyTorch's CPU square root of zero is slow) and whose memory is touched for the first time; from the third epoch on
+# its steps vary by a few per cent.
+CPU_UNTIMED_EPOCHS = 2
+
+
 def sweep_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
     """One engine group of the job's shape (R = ``dim_value`` runs) at the shape's ``n_probe`` (:func:`probe_n`: an
-    MLP's, RNN's or LSTM's own n, a transformer's minibatch): ``warmup`` steps, then ``steps`` timed steps, each
-    rounded up to whole epochs (``train_group``), so a timed step carries its
-    share of the epoch's evaluation; at n <= batch an epoch is one step."""
+    MLP's, RNN's or LSTM's own n, a transformer's minibatch), ``steps`` timed steps rounded up to whole epochs
+    (``train_group``), so a timed step carries its share of the epoch's evaluation; at n <= batch an epoch is one step.
+    On a CPU the timed epochs come after at least ``CPU_UNTIMED_EPOCHS`` untimed epochs of the same group (``warmup``
+    steps rounded up to epochs, where more), so that the probe times the group's later steps, not a fresh group's
+    first ones (:data:`sweep_probe.cpu_method`, part of a CPU probe's cache key). On a GPU a group of ``warmup`` steps
+    is trained first and a fresh group is timed, as before (the committed GPU probes keep their keys)."""
     from dataclasses import replace
 
     from featlearn.templates.sweeps.engine import RunSpec, expand_groups, train_group
@@ -116,16 +127,31 @@ def sweep_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: in
     runs = [RunSpec(1 + i // len(variants), 1e-3, variants[i % len(variants)]) for i in range(dim_value)]
     group = replace(expand_groups(settings)[0], runs=runs)
     per_epoch = group.steps_per_epoch
+    epochs = math.ceil(steps / per_epoch)
+    untimed = math.ceil(warmup / per_epoch)
+    if str(device).split(":")[0] == "cpu":
+        untimed = max(CPU_UNTIMED_EPOCHS, untimed)
+        ends = {}  # epoch -> the clock at its end
+
+        def stamp(epoch: int) -> None:
+            ends[epoch] = time.perf_counter()
+
+        train_group(replace(group, epochs=untimed + epochs), on_epoch=stamp)
+        return {"seconds_per_step": (ends[untimed + epochs] - ends[untimed]) / (epochs * per_epoch)}
     cuda = str(device).startswith("cuda")
     if cuda:  # the group's CUDA peak, to check the engine's memory formula (run_memory_bytes) against
         torch.cuda.reset_peak_memory_stats()
-    if warmup:
-        train_group(replace(group, epochs=math.ceil(warmup / per_epoch)))
-    epochs = math.ceil(steps / per_epoch)
+    if untimed:
+        train_group(replace(group, epochs=untimed))
     out = {"seconds_per_step": train_group(replace(group, epochs=epochs)).seconds / (epochs * per_epoch)}
     if cuda:
         out["peak_memory_bytes"] = torch.cuda.max_memory_allocated()
     return out
+
+
+# What a CPU sweep probe times (its cache key's "method", ``featlearn.pipeline.estimate.Prober.key``): CPU probes
+# cached before it (a fresh group's first epochs, up to 3x as long a step on a large MLP group) are measured again.
+sweep_probe.cpu_method = f"after {CPU_UNTIMED_EPOCHS} untimed epochs of the same group"
 
 
 def _gpt2_config(model: str, revision: str, cache_dir: str | None):

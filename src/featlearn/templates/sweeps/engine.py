@@ -48,6 +48,7 @@ import math
 import multiprocessing
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import KW_ONLY, dataclass, field, replace
 
@@ -416,7 +417,7 @@ def checkpoint_key(key: dict) -> dict:
 
 
 def train_group(group: Group, work_dir: str | None = None, key: dict | None = None,
-                checkpoint_seconds: float | None = None) -> GroupResult:
+                checkpoint_seconds: float | None = None, on_epoch: Callable[[int], None] | None = None) -> GroupResult:
     """Train the group's runs together; returns per-run results (see ``GroupResult``).
 
     With ``work_dir`` (a compute job's resume folder) and ``key`` (a JSON-able dict of everything the group depends on)
@@ -427,11 +428,15 @@ def train_group(group: Group, work_dir: str | None = None, key: dict | None = No
     starts after the epoch it saved: on the CPU its results equal an uninterrupted run's bit for bit, and its
     ``seconds`` count the trained epochs of both runs. A paper-scale group trains for hours (templates Fig. 25's n 8,192
     MLP group: about 6 h on one CPU core; grid 3c's groups on a GPU for longer), more than a scheduler's time limit may
-    allow. The caller removes the checkpoint once it has kept the group's results (``sweep_frames``)."""
+    allow. The caller removes the checkpoint once it has kept the group's results (``sweep_frames``).
+
+    ``on_epoch(epoch)`` is called at the end of every epoch (after its evaluation): the estimate's probe times the
+    group's later epochs with it (``featlearn.templates.cost.sweep_probe``)."""
     if work_dir and key is None:
         raise ValueError("a group's checkpoint in a resume folder needs the group's key")
     with denormals_flushed(group.flush_denormal and torch.device(group.device).type == "cpu"):
-        return _train_group(group, work_dir, key, CHECKPOINT_SECONDS if checkpoint_seconds is None else checkpoint_seconds)
+        return _train_group(group, work_dir, key, CHECKPOINT_SECONDS if checkpoint_seconds is None else checkpoint_seconds,
+                            on_epoch)
 
 
 def _stacked_layout(arch: str, name: str, p: torch.Tensor) -> torch.Tensor:
@@ -445,7 +450,8 @@ def _stacked_layout(arch: str, name: str, p: torch.Tensor) -> torch.Tensor:
     return p
 
 
-def _train_group(group: Group, work_dir: str | None, key: dict | None, checkpoint_seconds: float) -> GroupResult:
+def _train_group(group: Group, work_dir: str | None, key: dict | None, checkpoint_seconds: float,
+                 on_epoch: Callable[[int], None] | None = None) -> GroupResult:
     from featlearn.training import load_part, save_part
 
     dev, R, kind = torch.device(group.device), len(group.runs), group.task.kind
@@ -576,6 +582,8 @@ def _train_group(group: Group, work_dir: str | None, key: dict | None, checkpoin
                 "state": {name: (m.cpu(), v.cpu()) for name, (m, v) in state.items()},
                 "gens": [g.get_state() for g in gens], "selector": sel.state()})
             saved_at = time.perf_counter()
+        if on_epoch is not None:
+            on_epoch(epoch)
     if dev.type == "cuda":
         torch.cuda.synchronize()
     seconds = earlier_s + time.perf_counter() - start
