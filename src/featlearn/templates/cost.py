@@ -63,8 +63,9 @@ def groups_cost(node: Node, curves: list) -> Cost:
                      "runs": R, "batch": g.batch, "n_probe": probe_n(g), "trainable": list(g.trainable) if g.trainable else None,
                      "dtype": str(g.dtype), "eval_every": g.eval_every, "n_val": g.n_val, "n_test": g.n_test,
                      # (absent when off: earlier probes stay valid). Not flush_denormal: a probe trains a few epochs
-                     # from fresh parameters, which hold no denormal floats then, so it times the same step either way (and on a GPU
-                     # the switch does nothing); one key for both keeps every cached probe valid (docs/estimate.md)
+                     # from fresh parameters, which hold no denormal floats then, so it times the same step either way
+                     # (and on a GPU the switch does nothing); one key for both keeps every cached probe valid
+                     # (docs/estimate.md)
                      **({"cuda_graphs": True} if g.cuda_graphs else {})}
             # a group trains on one thread whatever the job's threads (engine.group_pool: a CPU job of N threads
             # trains N groups at once; Cost.workers)
