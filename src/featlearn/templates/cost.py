@@ -97,10 +97,10 @@ def calibration_cost(node: Node, results: str = "results") -> Cost:
 
 
 # Epochs of a fresh group that a CPU probe trains untimed (at least; more where the warm-up asks): measured on a CPU
-# (1 thread, 20 runs, paper-scale groups, 2026-12-07, docs/estimate.md), a fresh MLP group of n 8,192 takes 3.2x and
-# 1.3x its later epochs' steps in its first and second epochs, whose Adam second moments are mostly exact zeros
-# (PyTorch's CPU square root of zero is slow) and whose memory is touched for the first time; from the third epoch on
-# its steps vary by a few per cent.
+# (1 thread, 20 runs, paper-scale groups, 2026-12-07, docs/estimate.md), a fresh MLP group of n 8,192 in a fresh process
+# takes 3.2x and 1.3x its later epochs' steps in its first and second epochs, whose Adam second moments are mostly exact
+# zeros (PyTorch's CPU square root of zero is slow) and whose memory is touched for the first time; from the third epoch
+# on its steps vary by a few per cent.
 CPU_UNTIMED_EPOCHS = 2
 
 
@@ -151,7 +151,8 @@ def sweep_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: in
 
 
 # What a CPU sweep probe times (its cache key's "method", ``featlearn.pipeline.estimate.Prober.key``): CPU probes
-# cached before it (a fresh group's first epochs, up to 3x as long a step on a large MLP group) are measured again.
+# cached before it (a fresh group's first epochs after a warm-up group: 1.4-2.3x as long a step on the n 8,192 MLP
+# groups) are measured again.
 sweep_probe.cpu_method = f"after {CPU_UNTIMED_EPOCHS} untimed epochs of the same group"
 
 
