@@ -538,7 +538,7 @@ def test_a_cpu_sweep_probe_times_the_groups_later_epochs_not_its_first(repo, mon
     assert trained == [4]
 
 
-def test_a_probe_whose_cpu_method_changed_is_measured_again_on_a_cpu_only(tmp_path, monkeypatch):
+def test_a_probe_whose_cpu_method_changed_is_measured_again_on_a_cpu_only(repo, tmp_path, monkeypatch):
     """A probe function's ``cpu_method`` is part of a CPU probe's key: the CPU records cached before the method changed
     are not reused, a GPU's are (its method did not change), and the committed GPU probes of the templates sweeps keep
     answering their shapes."""
@@ -561,7 +561,7 @@ def test_a_probe_whose_cpu_method_changed_is_measured_again_on_a_cpu_only(tmp_pa
     assert gpu.get("rule", p) and cpu.get("rule", p)
     assert calls == ["cuda", "cpu", "cpu"] and gpu.measured == 0 and cpu.measured == 1
     # the committed H200 probes of the sweeps: the same keys as when they were measured
-    committed = Path(__file__).resolve().parents[1] / "benchmarks" / "device" / "h200-2026-11-28" / "probes.json"
+    committed = repo / "benchmarks" / "device" / "h200-2026-11-28" / "probes.json"
     keys = [k for k in json.loads(committed.read_text()) if json.loads(k).get("kind") == "sweep"]
     assert keys
     h200 = E.Prober("cpu", committed, label="NVIDIA H200")
