@@ -60,7 +60,7 @@ def main() -> None:
     p.add_argument("--variant", default="1layer", help="a Fig. 7 variant (scan_snap.wikitext.fig7.variants)")
     p.add_argument("--prepared", default="results/data/prepared/wikitext2", help="the prepared WikiText-2 folder")
     p.add_argument("--windows", type=int, default=20, help="validation windows whose sequences are kept")
-    p.add_argument("--precision", default=None, help="fp32 | bf16 (default: the config's for these LMs)")
+    p.add_argument("--precision", default=None, help="fp32 | bf16 | auto (default: the config's for these LMs)")
     args = p.parse_args()
 
     from featlearn import precision as P
@@ -73,7 +73,7 @@ def main() -> None:
     cfg = load_config(args.scale)["scan_snap"]
     _, settings = lm_runs(cfg)[f"fig7_{args.variant}"]
     map_steps = cfg["wikitext"]["fig7"]["map_steps"]
-    arithmetic = args.precision or cfg["wikitext"].get("precision") or "fp32"
+    arithmetic = P.resolve(args.precision or cfg["wikitext"].get("precision") or "fp32", "cpu")  # (auto: on this CPU)
     run = T.LMRun(**{**settings, "optimizer": "sgd"})
     windows = []  # per evaluation: [windows x eval_batch_size, T, T], layer 0
 

@@ -629,6 +629,38 @@ def test_a_probe_is_timed_and_cached_in_its_jobs_precision(tmp_path):
     assert sorted(k.get("precision", "fp32") for k in keys) == ["bf16", "fp32", "tf32"]
 
 
+def test_an_auto_probe_is_timed_and_cached_in_what_its_job_resolves_to(tmp_path, monkeypatch):
+    """A job's ``auto`` precision is timed and keyed as the arithmetic the job would compute in on the estimate's
+    device: bf16 on a CPU with AVX-512 BF16 (the key of a bf16 probe), fp32 on one without (the key of an fp32 probe,
+    so each serves the other); read under another machine's label, a GPU's counts as native, a CPU's does not."""
+    import torch
+
+    seen = []
+
+    def fake(shape, dim, device, steps, warmup):
+        a = torch.ones(2, 2)
+        seen.append((a @ a).dtype)
+        return {"seconds_per_step": 0.5 if (a @ a).dtype == torch.float32 else 0.25}
+
+    fp32 = E.probe("fake", {"runs": 2}, "runs")
+    auto = dataclasses.replace(fp32, precision="auto")
+    for native, dtype, per_step in ((False, torch.float32, 0.5), (True, torch.bfloat16, 0.25)):
+        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda native=native: native)
+        cache = tmp_path / f"probes_{native}.json"
+        prober = E.Prober("cpu", cache, probes={"fake": fake})
+        assert prober.get("rule", auto)["seconds_per_step"] == per_step and seen[-1] == dtype
+        reference = fp32 if not native else dataclasses.replace(fp32, precision="bf16")
+        assert prober.key("rule", auto) == prober.key("rule", reference)
+        assert prober.get("rule", reference)["seconds_per_step"] == per_step and prober.measured == 1  # from the cache
+    monkeypatch.setattr(E, "device_name",
+                        lambda device, threads: "Big GPU" if device == "gpu" else f"Small CPU, {threads} threads")
+    cache = tmp_path / "two_machines.json"
+    for device in ("gpu", "cpu"):
+        E.Prober(device, cache, probes={"fake": fake}).get("rule", fp32)
+    gpu, cpu = (E.Prober("cpu", cache, label=label) for label in ("Big GPU", "Small CPU"))
+    assert gpu.arithmetic(auto) == "bf16" and gpu.arithmetic(fp32) == "fp32" and cpu.arithmetic(auto) == "fp32"
+
+
 def test_a_node_carries_its_jobs_precision(repo, tmp_path):
     """The estimate's DAG gives each job the precision the workflow gives it (featlearn.precision.of_job, which
     common.smk's job_precision calls too): the run's for the trainings, fp32 for the CPU-only jobs; a family's own

@@ -45,6 +45,35 @@ def test_an_unknown_precision_is_refused():
         precision.apply("fp16", "cpu")
 
 
+@pytest.mark.parametrize("native", [False, True])
+def test_auto_is_bf16_only_where_the_device_computes_bfloat16_natively(monkeypatch, native):
+    """``auto``: bf16 on a CPU with AVX-512 BF16 and on a GPU with native bfloat16, fp32 elsewhere (a CPU that
+    emulates bfloat16 matrix products ran a WikiText LM step 20x slower in bf16 than in fp32); the job's context is
+    that arithmetic's, and the log line names the arithmetic first, then why."""
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: native)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: native or including_emulation)
+    want = "bf16" if native else "fp32"
+    assert precision.resolve("auto", "cpu") == precision.resolve("auto", "cuda:1") == want
+    assert [precision.resolve(p, "cpu") for p in ("fp32", "tf32", "bf16")] == ["fp32", "tf32", "bf16"]  # asked: kept
+    a = torch.randn(4, 4)
+    with precision.apply("auto", "cpu"):
+        assert (a @ a).dtype == (torch.bfloat16 if native else torch.float32)
+    line = precision.describe("auto", "cpu")
+    assert line.startswith(precision.describe(want)) and ("has AVX-512 BF16" if native else "has no AVX-512 BF16") in line
+    gpu = precision.describe("auto", "cuda")
+    assert gpu.endswith("GPU supports bfloat16 natively" if native else "GPU does not support bfloat16 natively")
+    with pytest.raises(ValueError, match="fp32, tf32, bf16, auto"):
+        precision.resolve("fp8", "cpu")
+
+
+def test_a_cpu_without_the_private_check_counts_as_not_native(monkeypatch):
+    """A torch whose ``torch.cpu`` lacks the AVX-512 BF16 check: auto is fp32 (the arithmetic every result was
+    checked in), not an error."""
+    monkeypatch.delattr(torch.cpu, "_is_avx512_bf16_supported")
+    assert precision.native_bf16("cpu") == (False, "this CPU has no AVX-512 BF16")
+    assert precision.resolve("auto", "cpu") == "fp32"
+
+
 JOB = '''
 import json, torch
 def job(settings, inputs, outputs, ctx):
@@ -54,8 +83,8 @@ def job(settings, inputs, outputs, ctx):
 '''
 
 
-@pytest.mark.parametrize("name, dtype", [("fp32", "torch.float32"), ("bf16", "torch.bfloat16")])
-def test_a_compute_job_runs_in_its_precision_and_says_so(tmp_path, name, dtype):
+def _run_job(tmp_path, name: str) -> tuple[dict, subprocess.CompletedProcess]:
+    """``python -m featlearn compute`` of JOB on the CPU in precision ``name``: what the job saw, and the process."""
     (tmp_path / "prec_job.py").write_text(JOB)
     out = tmp_path / "out.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("FEATLEARN_")}
@@ -65,9 +94,27 @@ def test_a_compute_job_runs_in_its_precision_and_says_so(tmp_path, name, dtype):
                           "--precision", name], capture_output=True, text=True, env=env, timeout=300)
     assert res.returncode == 0, res.stderr
     got = json.loads(out.read_text())
+    return got, res
+
+
+@pytest.mark.parametrize("name, dtype", [("fp32", "torch.float32"), ("bf16", "torch.bfloat16")])
+def test_a_compute_job_runs_in_its_precision_and_says_so(tmp_path, name, dtype):
+    got, res = _run_job(tmp_path, name)
     assert got["dtype"] == dtype and got["ctx"] == name
     first = res.stdout.splitlines()[0]
     assert re.match(rf"featlearn: device cpu \(asked: cpu\); torch threads 1; precision {name}", first), first
+
+
+def test_an_auto_job_computes_in_and_logs_what_auto_resolves_to_on_its_device(tmp_path):
+    """``--precision auto``: the job's context, its autocast and the precision its log line names (read by the results
+    pages: featlearn.pipeline.benchfiles) are the arithmetic this machine's CPU resolves auto to."""
+    from featlearn.pipeline.benchfiles import JOB_DEVICE_LINE
+
+    want = precision.resolve("auto", "cpu")
+    got, res = _run_job(tmp_path, "auto")
+    assert got["ctx"] == want and got["dtype"] == f"torch.{'bfloat16' if want == 'bf16' else 'float32'}"
+    first = res.stdout.splitlines()[0]
+    assert JOB_DEVICE_LINE.match(first)["precision"] == want and "asked auto: this CPU has" in first, first
 
 
 def test_the_run_record_names_the_precision(tmp_path):

@@ -270,8 +270,8 @@ def test_precision_reaches_the_trainings_only_and_a_bad_one_stops_the_run(tmp_pa
 
 
 def test_a_training_family_can_set_its_own_precision(tmp_path):
-    """A section's `precision` (here the Scan and Snap WikiText LMs') wins over the run's for that family's jobs only;
-    null follows the run's `precision`; a bad value stops the run naming the key."""
+    """A section's `precision` (here the Scan and Snap WikiText LMs', auto in the config) wins over the run's for that
+    family's jobs only; null follows the run's `precision`; a bad value stops the run naming the key."""
     work = copy_workflow(tmp_path / "wf")
     targets = ("--", "fig_scan_snap_10", "fig_scan_snap_6", "fig_joma_4")
 
@@ -279,6 +279,9 @@ def test_a_training_family_can_set_its_own_precision(tmp_path):
         out = check_ok(snakemake(work, "-n", "-p", "--configfile", "config/smoke.yaml", *overlays, *targets)).stdout
         return {m.group(1): m.group(2) for m in re.finditer(r"--run (\S+).*?--precision (\w+)", out)}
 
+    runs = precisions()  # the config's own: auto for the LMs (bf16 where the device computes bfloat16 natively)
+    assert runs["featlearn.scan_snap.wikitext:run_variant"] == "auto", runs
+    assert runs["featlearn.scan_snap.experiments:syn_medium"] == "fp32", runs
     (work / "lm.yaml").write_text("scan_snap: {wikitext: {precision: bf16}}\n")
     runs = precisions("lm.yaml")
     assert runs["featlearn.scan_snap.wikitext:run_variant"] == "bf16", runs

@@ -9,6 +9,12 @@
   vectorised synthetic runs) are left in float64 by autocast. The language models' evaluations and the
   measurements read from them (validation loss, attention entropy and maps, logit tables) run in float32 inside
   :func:`full_precision`: the precision changes how a model is trained, not the instrument that reads it.
+- ``auto``: ``bf16`` where the job's device computes in bfloat16 natively (:func:`native_bf16`: a CUDA GPU with
+  bfloat16 support, an x86 CPU with AVX-512 BF16), ``fp32`` everywhere else, decided in the job
+  (:func:`resolve`) and logged there. Without those instructions a CPU emulates bfloat16 matrix products: one
+  step of the WikiText-2 tutorial LM took 12.1 s under bf16 autocast against 0.60 s in fp32 on a 2-core AVX2
+  EPYC (docs/performance.md, "bf16 on a CPU without AVX-512 BF16"), where the AVX-512 BF16 CPU of the bf16
+  measurement took 0.29 s against 0.52 s.
 
 Only the jobs that can use a GPU (the trainings) take the setting; every other job computes in fp32. A faster
 precision is adopted at a scale only where a measured comparison shows it keeps the verdicts (docs/performance.md).
@@ -18,7 +24,8 @@ from __future__ import annotations
 
 import contextlib
 
-PRECISIONS = ("fp32", "tf32", "bf16")
+ARITHMETICS = ("fp32", "tf32", "bf16")  # what a job computes in
+PRECISIONS = (*ARITHMETICS, "auto")  # what a config may ask for (auto: resolved per device, :func:`resolve`)
 
 
 def of_job(own: str | None, run: str, gpu: bool) -> str:
@@ -34,13 +41,40 @@ def device_type(device: str) -> str:
     return "cuda" if str(device).startswith("cuda") else "cpu"
 
 
-def apply(precision: str, device: str) -> contextlib.AbstractContextManager:
-    """Set the process-wide float32 matmul precision for ``precision`` and return the context that the job runs in
-    (autocast for ``bf16``, nothing for the others)."""
+def native_bf16(device: str) -> tuple[bool, str]:
+    """Whether ``device`` computes bfloat16 matrix products natively, and a few words saying why: a CUDA GPU that
+    supports bfloat16 without emulation (compute capability 8.0 or more), an x86 CPU with AVX-512 BF16 (which every
+    CPU with AMX also has). Other CPUs (AVX2 only, AVX-512 without BF16, ARM) count as not native: bf16 was measured
+    faster than fp32 only on an AVX-512 BF16 CPU, and 20x slower on an AVX2 one."""
     import torch
 
+    if device_type(device) == "cuda":
+        try:
+            ok = torch.cuda.is_bf16_supported(including_emulation=False)
+        except TypeError:  # a torch without the argument
+            ok = torch.cuda.is_bf16_supported()
+        return bool(ok), f"this GPU {'supports' if ok else 'does not support'} bfloat16 natively"
+    check = getattr(torch.cpu, "_is_avx512_bf16_supported", None)
+    ok = bool(check is not None and check())
+    return ok, f"this CPU {'has' if ok else 'has no'} AVX-512 BF16"
+
+
+def resolve(precision: str, device: str) -> str:
+    """The arithmetic a job on ``device`` computes in: ``precision`` itself, or for ``auto`` ``bf16`` where the device
+    computes bfloat16 natively (:func:`native_bf16`) and ``fp32`` elsewhere."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if precision != "auto":
+        return precision
+    return "bf16" if native_bf16(device)[0] else "fp32"
+
+
+def apply(precision: str, device: str) -> contextlib.AbstractContextManager:
+    """Set the process-wide float32 matmul precision for ``precision`` (``auto``: as :func:`resolve` decides on
+    ``device``) and return the context that the job runs in (autocast for ``bf16``, nothing for the others)."""
+    import torch
+
+    precision = resolve(precision, device)
     tf32 = precision == "tf32"
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
@@ -76,7 +110,11 @@ def full_precision(device) -> contextlib.AbstractContextManager:
     return torch.autocast(device_type=device_type(getattr(device, "type", device)), enabled=False)
 
 
-def describe(precision: str) -> str:
-    """One line for a job's log and the run record."""
+def describe(precision: str, device: str | None = None) -> str:
+    """One line for a job's log and the run record; for ``auto`` (on ``device``), the arithmetic it resolved to first
+    (the word a job log's first line is read for: featlearn.pipeline.benchfiles), then why."""
+    if precision == "auto":
+        arithmetic, (_, why) = resolve(precision, device), native_bf16(device)
+        return f"{describe(arithmetic)}, asked auto: {why}"
     return {"fp32": "fp32 (float32, TF32 off)", "tf32": "tf32 (float32 tensors, TF32 matrix products on GPUs)",
             "bf16": "bf16 (bfloat16 autocast; float32 weights, gradients and optimiser state)"}[precision]

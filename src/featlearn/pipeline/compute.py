@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Context:
-    """How a job runs: the resolved device (``cpu`` or ``cuda``), the torch thread count, and the folder
-    for resume checkpoints (None when the job keeps none)."""
+    """How a job runs: the resolved device (``cpu`` or ``cuda``), the torch thread count, the folder for resume
+    checkpoints (None when the job keeps none) and the arithmetic it computes in (``fp32``, ``tf32`` or ``bf16``:
+    a config's ``auto`` resolved on the device, featlearn.precision)."""
 
     device: str = "cpu"
     threads: int = 1
@@ -79,17 +80,20 @@ def _main(args) -> None:
     from featlearn.training import IDENTITY_ENV
 
     torch.set_num_threads(args.threads)
-    ctx = Context(device=resolve_device(args.device), threads=args.threads, work_dir=args.work_dir or None,
-                  precision=args.precision)
-    arithmetic = precision.apply(args.precision, ctx.device)
+    device = resolve_device(args.device)
+    # the arithmetic on this device (``auto``: bf16 where it is native, else fp32): what the job computes in, what its
+    # resume checkpoint is keyed by and what its log names
+    ctx = Context(device=device, threads=args.threads, work_dir=args.work_dir or None,
+                  precision=precision.resolve(args.precision, device))
+    arithmetic = precision.apply(ctx.precision, ctx.device)
     # the first lines of every compute job's log: where it computes, with how many threads, in what arithmetic
     print(f"featlearn: device {describe_job_device(ctx.device)} (asked: {args.device}); "
-          f"torch threads {torch.get_num_threads()}; precision {precision.describe(args.precision)}", flush=True)
+          f"torch threads {torch.get_num_threads()}; precision {precision.describe(args.precision, device)}", flush=True)
     inputs = json.loads(args.inputs)
     # the run identity holds for this job only: a caller that runs several jobs in one process (a test, a worker)
     # gets its own environment back
     before = os.environ.get(IDENTITY_ENV)
-    os.environ[IDENTITY_ENV] = json.dumps(run_identity(inputs, args.threads, ctx.device, args.precision), sort_keys=True)
+    os.environ[IDENTITY_ENV] = json.dumps(run_identity(inputs, args.threads, ctx.device, ctx.precision), sort_keys=True)
     clock = None
     try:
         if ctx.work_dir:
@@ -129,8 +133,9 @@ def register(sub) -> None:
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--device", required=True, help="auto, cpu or cuda")
     p.add_argument("--work-dir", default="", help="folder of resume checkpoints (jobs that keep them)")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16"],
-                   help="arithmetic of the job (featlearn.precision); fp32 by default")
+    p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16", "auto"],
+                   help="arithmetic of the job (featlearn.precision; auto: bf16 where the device computes bfloat16 "
+                        "natively, else fp32); fp32 by default")
     p.add_argument("--gpu-mem-mb", type=int, default=0,
                    help="GPU memory the job declared (its gpu_mem_mb resource): with several GPUs it shares one "
                         "where this fits; 0: it holds a GPU whole")

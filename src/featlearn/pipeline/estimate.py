@@ -459,12 +459,24 @@ class Prober:
     def key(self, rule: str, p: Probe) -> str:
         key = {"device": self.device_key(self.threads or p.threads), "torch": self.torch, "rule": rule,
                "kind": p.kind, "shape": p.shape, "version": PROBE_VERSION}
-        if p.precision != "fp32":  # (fp32 probes keep the keys they were cached under before the setting existed)
-            key["precision"] = p.precision
+        arithmetic = self.arithmetic(p)
+        if arithmetic != "fp32":  # (fp32 probes keep the keys they were cached under before the setting existed)
+            key["precision"] = arithmetic
         method = self.cpu_method(p) if self.on_cpu else None
         if method:  # a probe whose method on a CPU changed: CPU records of before it are not reused (GPU ones are)
             key["method"] = method
         return json.dumps(key, sort_keys=True)
+
+    def arithmetic(self, p: Probe) -> str:
+        """What ``p``'s job computes in on the estimate's device (``featlearn.precision.resolve``: a job's ``auto`` is
+        bf16 where the device computes bfloat16 natively, else fp32). A cache read under another machine's ``label``
+        cannot ask that machine: a GPU's label counts as native (every card the committed probes name, H100 and H200,
+        is), a CPU's as not (fp32, the arithmetic of a CPU without AVX-512 BF16)."""
+        if self.label is None:
+            return precision.resolve(p.precision, self.device)
+        if p.precision == "auto":
+            return "fp32" if self.on_cpu else "bf16"
+        return precision.resolve(p.precision, "cpu")
 
     def cpu_method(self, p: Probe) -> str | None:
         """What the probe function times on a CPU where it says so (its ``cpu_method`` attribute, e.g.
@@ -507,7 +519,7 @@ class Prober:
         torch.set_num_threads(self.threads or p.threads)
         use, pilot, t0 = full, None, time.perf_counter()
         try:
-            with precision.scoped(p.precision, self.device):  # the job's arithmetic, only while it is timed
+            with precision.scoped(self.arithmetic(p), self.device):  # the job's arithmetic, only while timed
                 if full > 1 and (flops_per_step or 0) > PILOT_FLOPS:
                     pilot = fn(shape, 1, self.device, min(2, self.steps), min(1, self.warmup))["seconds_per_step"]
                     if pilot * full > self.max_seconds:

@@ -72,7 +72,7 @@ class Job:
     ``python -m featlearn estimate`` calls as ``function(node, results)`` to get a
     :class:`featlearn.pipeline.estimate.Cost`; None: the estimate does not model the job.
 
-    ``precision`` is the job's own arithmetic (``fp32``, ``tf32`` or ``bf16``: its config section's ``precision``);
+    ``precision`` is the job's own arithmetic (``fp32``, ``tf32``, ``bf16`` or ``auto``: its config section's ``precision``);
     None: the run's (top-level config key ``precision``). Either counts only for a job that can use a GPU
     (``resources.gpu``); every other job computes in fp32.
     """
