@@ -54,7 +54,7 @@ def test_auto_is_bf16_only_where_the_device_computes_bfloat16_natively(monkeypat
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: native or including_emulation)
     want = "bf16" if native else "fp32"
     assert precision.resolve("auto", "cpu") == precision.resolve("auto", "cuda:1") == want
-    assert [precision.resolve(p, "cpu") for p in ("fp32", "tf32", "bf16")] == ["fp32", "tf32", "bf16"]  # asked: kept
+    assert [precision.resolve(p, "cpu") for p in precision.ARITHMETICS] == ["fp32", "tf32", "bf16"]  # asked: kept
     a = torch.randn(4, 4)
     with precision.apply("auto", "cpu"):
         assert (a @ a).dtype == (torch.bfloat16 if native else torch.float32)

@@ -125,6 +125,8 @@ def _main(args) -> None:
 
 
 def register(sub) -> None:
+    from featlearn.precision import PRECISIONS
+
     p = sub.add_parser("compute", help="run one compute job of a paper's registry (tables and checkpoints)")
     p.add_argument("--run", required=True, help="module:function of the job")
     p.add_argument("--settings", required=True, help="JSON object: the job's settings")
@@ -133,7 +135,7 @@ def register(sub) -> None:
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--device", required=True, help="auto, cpu or cuda")
     p.add_argument("--work-dir", default="", help="folder of resume checkpoints (jobs that keep them)")
-    p.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "bf16", "auto"],
+    p.add_argument("--precision", default="fp32", choices=PRECISIONS,
                    help="arithmetic of the job (featlearn.precision; auto: bf16 where the device computes bfloat16 "
                         "natively, else fp32); fp32 by default")
     p.add_argument("--gpu-mem-mb", type=int, default=0,
