@@ -48,7 +48,7 @@ def test_an_unknown_precision_is_refused():
 @pytest.mark.parametrize("native", [False, True])
 def test_auto_is_bf16_only_where_the_device_computes_bfloat16_natively(monkeypatch, native):
     """``auto``: bf16 on a CPU with AVX-512 BF16 and on a GPU with native bfloat16, fp32 elsewhere (a CPU that
-    emulates bfloat16 matrix products ran a WikiText LM step 20x slower in bf16 than in fp32); the job's context is
+    emulates bfloat16 matrix products ran a WikiText LM step 14-20x slower in bf16 than in fp32); the job's context is
     that arithmetic's, and the log line names the arithmetic first, then why."""
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: native)
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: native or including_emulation)

@@ -11,10 +11,10 @@
   :func:`full_precision`: the precision changes how a model is trained, not the instrument that reads it.
 - ``auto``: ``bf16`` where the job's device computes in bfloat16 natively (:func:`native_bf16`: a CUDA GPU with
   bfloat16 support, an x86 CPU with AVX-512 BF16), ``fp32`` everywhere else, decided in the job
-  (:func:`resolve`) and logged there. Without those instructions a CPU emulates bfloat16 matrix products: one
-  step of the WikiText-2 tutorial LM took 12.1 s under bf16 autocast against 0.60 s in fp32 on a 2-core AVX2
-  EPYC (docs/performance.md, "bf16 on a CPU without AVX-512 BF16"), where the AVX-512 BF16 CPU of the bf16
-  measurement took 0.29 s against 0.52 s.
+  (:func:`resolve`) and logged there. Without those instructions a CPU emulates bfloat16 matrix products: a
+  step of Scan and Snap's 1-layer Fig. 7 LM took 10.3 s under bf16 autocast against 0.59 s in fp32 on a 2-core AVX2
+  EPYC, 14-20x for the four LM families (docs/performance.md, "bf16 on a CPU without AVX-512 BF16"), where the
+  AVX-512 BF16 CPU of the bf16 comparison took 0.29 s against 0.52 s.
 
 Only the jobs that can use a GPU (the trainings) take the setting; every other job computes in fp32. A faster
 precision is adopted at a scale only where a measured comparison shows it keeps the verdicts (docs/performance.md).
@@ -45,7 +45,7 @@ def native_bf16(device: str) -> tuple[bool, str]:
     """Whether ``device`` computes bfloat16 matrix products natively, and a few words saying why: a CUDA GPU that
     supports bfloat16 without emulation (compute capability 8.0 or more), an x86 CPU with AVX-512 BF16 (which every
     CPU with AMX also has). Other CPUs (AVX2 only, AVX-512 without BF16, ARM) count as not native: bf16 was measured
-    faster than fp32 only on an AVX-512 BF16 CPU, and 20x slower on an AVX2 one."""
+    faster than fp32 only on an AVX-512 BF16 CPU, and 14-20x slower on an AVX2 one."""
     import torch
 
     if device_type(device) == "cuda":
