@@ -66,6 +66,18 @@ def test_auto_is_bf16_only_where_the_device_computes_bfloat16_natively(monkeypat
         precision.resolve("fp8", "cpu")
 
 
+@pytest.mark.parametrize("native", [False, True])
+def test_bf16_asked_by_name_on_a_device_that_emulates_it_is_warned_about(monkeypatch, native):
+    """Only ``bf16`` asked by name on a CPU without AVX-512 BF16 gets the warning (which points at auto); a native CPU,
+    auto and the float32 arithmetics do not."""
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: native)
+    warning = precision.emulated_warning("bf16", "cpu")
+    assert (warning is None) == native
+    if not native:
+        assert "has no AVX-512 BF16" in warning and "`precision: auto` computes in fp32" in warning
+    assert all(precision.emulated_warning(p, "cpu") is None for p in ("auto", "fp32", "tf32"))
+
+
 def test_a_cpu_without_the_private_check_counts_as_not_native(monkeypatch):
     """A torch whose ``torch.cpu`` lacks the AVX-512 BF16 check: auto is fp32 (the arithmetic every result was
     checked in), not an error."""
@@ -103,6 +115,8 @@ def test_a_compute_job_runs_in_its_precision_and_says_so(tmp_path, name, dtype):
     assert got["dtype"] == dtype and got["ctx"] == name
     first = res.stdout.splitlines()[0]
     assert re.match(rf"featlearn: device cpu \(asked: cpu\); torch threads 1; precision {name}", first), first
+    emulated = name == "bf16" and not precision.native_bf16("cpu")[0]
+    assert ("featlearn: warning: bf16 asked" in res.stdout) == emulated, res.stdout
 
 
 def test_an_auto_job_computes_in_and_logs_what_auto_resolves_to_on_its_device(tmp_path):

@@ -69,6 +69,18 @@ def resolve(precision: str, device: str) -> str:
     return "bf16" if native_bf16(device)[0] else "fp32"
 
 
+def emulated_warning(precision: str, device: str) -> str | None:
+    """A warning for a job asked by name for ``bf16`` on a device that emulates bfloat16 (:func:`native_bf16`), where
+    a step runs many times slower than in fp32; None otherwise (``auto`` never resolves to emulated bf16)."""
+    if precision != "bf16":
+        return None
+    native, why = native_bf16(device)
+    if native:
+        return None
+    return (f"warning: bf16 asked, but {why}: its bfloat16 products are emulated, 14-20x slower than fp32 for the "
+            "language models on an AVX2 CPU (docs/performance.md); `precision: auto` computes in fp32 on this device")
+
+
 def apply(precision: str, device: str) -> contextlib.AbstractContextManager:
     """Set the process-wide float32 matmul precision for ``precision`` (``auto``: as :func:`resolve` decides on
     ``device``) and return the context that the job runs in (autocast for ``bf16``, nothing for the others)."""

@@ -89,6 +89,9 @@ def _main(args) -> None:
     # the first lines of every compute job's log: where it computes, with how many threads, in what arithmetic
     print(f"featlearn: device {describe_job_device(ctx.device)} (asked: {args.device}); "
           f"torch threads {torch.get_num_threads()}; precision {precision.describe(args.precision, device)}", flush=True)
+    warning = precision.emulated_warning(args.precision, device)
+    if warning:
+        print(f"featlearn: {warning}", flush=True)
     inputs = json.loads(args.inputs)
     # the run identity holds for this job only: a caller that runs several jobs in one process (a test, a worker)
     # gets its own environment back
