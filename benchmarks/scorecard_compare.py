@@ -6,7 +6,7 @@
 For a run made another way than a reference run of the same config (another device, a CUDA-graph switch, another
 precision): the same claims should get the same verdicts. ``--figure PAPER:FIGURE`` (repeatable) keeps the claims of
 those figures only (the scorecard's ``paper`` and ``figure`` columns as they are written, e.g. ``features:2`` or
-``scan_snap:Fig. 4``), for a candidate that reran some figures in a copy of the reference's results. Claims of one
+``scan_snap:Fig. 4``; a figure may also be named without its ``Fig. `` prefix, ``scan_snap:4``), for a candidate that reran some figures in a copy of the reference's results. Claims of one
 run only are listed apart; an unchecked claim has no measured value and counts by its verdict like any other.
 
 The committed reference of the default config on a CPU, for a GPU run's comparison:
@@ -40,7 +40,8 @@ def read(path: str | Path, figures: list[str] | None = None) -> pd.DataFrame:
             if not sep:
                 raise ValueError(f"--figure takes PAPER:FIGURE (e.g. templates:2c), got {f!r}")
             wanted.add((paper, fig))
-        df = df[[(p, str(f)) in wanted for p, f in zip(df["paper"], df["figure"])]]
+        df = df[[(p, str(f)) in wanted or (p, str(f).removeprefix("Fig. ")) in wanted
+                 for p, f in zip(df["paper"], df["figure"])]]
         if df.empty:
             raise ValueError(f"{path}: no claim of {', '.join(sorted(figures))}")
     return df[["paper", "claim_id", "figure", "kind", "measured", "verdict"]]

@@ -74,3 +74,11 @@ def test_a_file_that_is_not_a_scorecard_or_repeats_a_claim_is_refused(sc, tmp_pa
     twice = _card(tmp_path / "twice.csv", REFERENCE + [REFERENCE[0]])
     with pytest.raises(ValueError, match="appears twice"):
         sc.read(twice)
+
+
+def test_a_figure_is_found_with_or_without_its_fig_prefix(sc, tmp_path):
+    ref = _card(tmp_path / "ref.csv", REFERENCE + [("scan_snap", "wiki_freeze_1layer", "Fig. 7", "paper", 1.2, "not reproduced", "")])
+    for name in ("scan_snap:Fig. 7", "scan_snap:7"):
+        assert list(sc.read(ref, [name])["claim_id"]) == ["wiki_freeze_1layer"]
+    with pytest.raises(ValueError, match="no claim of"):
+        sc.read(ref, ["joma:Fig. 6"])  # a label without the prefix is not given one
