@@ -6,8 +6,9 @@
 For a run made another way than a reference run of the same config (another device, a CUDA-graph switch, another
 precision): the same claims should get the same verdicts. ``--figure PAPER:FIGURE`` (repeatable) keeps the claims of
 those figures only (the scorecard's ``paper`` and ``figure`` columns as they are written, e.g. ``features:2`` or
-``scan_snap:Fig. 4``; a figure may also be named without its ``Fig. `` prefix, ``scan_snap:4``), for a candidate that reran some figures in a copy of the reference's results. Claims of one
-run only are listed apart; an unchecked claim has no measured value and counts by its verdict like any other.
+``scan_snap:Fig. 4``, which ``scan_snap:4`` names too), for a candidate that reran some figures in a copy of the
+reference's results. Claims of one run only are listed apart; an unchecked claim has no measured value and counts by its
+verdict like any other.
 
 The committed reference of the default config on a CPU, for a GPU run's comparison:
 ``benchmarks/device/default-cpu/scorecard.csv`` (its README says which run made it).

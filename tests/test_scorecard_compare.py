@@ -77,7 +77,8 @@ def test_a_file_that_is_not_a_scorecard_or_repeats_a_claim_is_refused(sc, tmp_pa
 
 
 def test_a_figure_is_found_with_or_without_its_fig_prefix(sc, tmp_path):
-    ref = _card(tmp_path / "ref.csv", REFERENCE + [("scan_snap", "wiki_freeze_1layer", "Fig. 7", "paper", 1.2, "not reproduced", "")])
+    fig7 = ("scan_snap", "wiki_freeze_1layer", "Fig. 7", "paper", 1.2, "not reproduced", "")
+    ref = _card(tmp_path / "ref.csv", REFERENCE + [fig7])
     for name in ("scan_snap:Fig. 7", "scan_snap:7"):
         assert list(sc.read(ref, [name])["claim_id"]) == ["wiki_freeze_1layer"]
     with pytest.raises(ValueError, match="no claim of"):
