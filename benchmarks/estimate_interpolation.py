@@ -4,8 +4,9 @@ For each chosen sweep job of a config's DAG, every distinct group is probed (``f
 job's own code), then the estimate's rule is applied as ``python -m featlearn estimate`` applies it
 (``probe_parts``: ``--max-probes-per-job`` representatives by FLOPs and parameters updated per step, the rest
 fitted as s/step = a + b x FLOPs + c x updates) and its predictions are compared with the measured s/step of the
-groups the fit did not use: the median and the largest relative error, and the job time (sum of steps x s/step)
-both ways. ``--flops-only`` adds the same comparison for the rule before 2026-12-02 (FLOPs alone).
+groups the fit did not use: the median and the largest relative error, and the job time (sum of steps x s/step,
+plus evaluations x s/evaluation where the probe timed them apart) both ways. ``--flops-only`` adds the same
+comparison for the rule before 2026-12-02 (FLOPs alone).
 
     python benchmarks/estimate_interpolation.py                       # default config, CPU, a few sweep jobs
     python benchmarks/estimate_interpolation.py --configfile config/paper.yaml --device cuda --jobs fig22
@@ -75,9 +76,10 @@ def main(argv=None) -> None:
             def rule_prober(name):
                 return E.Prober(args.device, Path(tmp) / f"{name}_{node.label}.json", steps=args.probe_steps, warmup=1,
                                 threads=args.threads, max_parts=args.max_probes_per_job, probes={
-                                    k: (lambda shape, dim, device, steps, warmup, _k=k: {"seconds_per_step": next(
-                                        m["seconds_per_step"] for p, m in zip(cost.parts, measured)
-                                        if p.probe.shape == shape and p.probe.kind == _k)})
+                                    k: (lambda shape, dim, device, steps, warmup, _k=k: next(
+                                        {t: m[t] for t in ("seconds_per_step", "seconds_per_eval") if t in m}
+                                        for p, m in zip(cost.parts, measured)
+                                        if p.probe.shape == shape and p.probe.kind == _k))
                                     for k in {p.probe.kind for p in cost.parts}})
 
             few = rule_prober("few")
@@ -90,8 +92,8 @@ def main(argv=None) -> None:
                 predicted = E.probe_parts(node.rule, parts, prober)
                 errs = [abs(p["seconds_per_step"] - m["seconds_per_step"]) / m["seconds_per_step"]
                         for p, m in zip(predicted, measured) if p.get("interpolated") and m and m.get("seconds_per_step")]
-                job_measured = sum(p.steps * m["seconds_per_step"] for p, m in zip(parts, measured))
-                job_predicted = sum(p.steps * r["seconds_per_step"] for p, r in zip(parts, predicted))
+                job_measured = sum(E.part_time(p, m) for p, m in zip(parts, measured))  # steps and evaluations
+                job_predicted = sum(E.part_time(p, r) for p, r in zip(parts, predicted))
                 row.update({f"{prefix}probed": prober.measured, f"{prefix}held_out": len(errs),
                             f"{prefix}median_rel_error": round(statistics.median(errs), 3) if errs else None,
                             f"{prefix}max_rel_error": round(max(errs), 3) if errs else None,

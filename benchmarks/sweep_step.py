@@ -46,13 +46,15 @@ def representative_parts(config: dict, count: int) -> list:
 
 
 def time_group(shape: dict, runs: int, device: str, epochs: int, graphs: bool, eval_every: int | None) -> float:
-    """Seconds of ``epochs`` one-step epochs of the group (the probe's own group, its timer)."""
+    """Seconds of ``epochs`` one-step epochs of the group (the probe's own group, its timer: its steps and its
+    evaluations, which it times apart)."""
     from featlearn.templates.cost import sweep_probe
 
     s = dict(shape, cuda_graphs=graphs)
     if eval_every is not None:
         s["eval_every"] = eval_every
-    return sweep_probe(s, runs, device, epochs, 0)["seconds_per_step"] * epochs
+    rec = sweep_probe(s, runs, device, epochs, 0)
+    return rec["seconds_per_step"] * epochs + rec.get("seconds_per_eval", 0.0) * rec["evaluations_timed"]
 
 
 def main(argv=None) -> None:

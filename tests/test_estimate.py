@@ -507,18 +507,22 @@ def test_probe_cache_is_keyed_by_device_and_not_probed_twice(tmp_path, monkeypat
 def test_a_cpu_sweep_probe_times_the_groups_later_epochs_not_its_first(repo, monkeypatch):
     """On a CPU the sweep probe trains one group and times its epochs after the untimed ones, whose steps take up to
     3x as long as the later ones on a large MLP group (Adam's zero second moments, memory touched for the first time;
-    docs/estimate.md). Timed as before, on a fresh group's first epochs, the planted clock below gives 7 s a step."""
+    docs/estimate.md). Timed as before, on a fresh group's first epochs, the planted clock below gives 7 s a step.
+    Each epoch's evaluation (0.25 s on the planted clock) is timed apart from its steps."""
     from featlearn.templates.sweeps import engine
 
-    epoch_seconds = {1: 10.0, 2: 4.0}  # a fresh group's first epochs; every later one takes 1 s
+    epoch_seconds = {1: 10.0, 2: 4.0}  # a fresh group's first epochs' steps; every later epoch's take 1 s
     clock = [0.0]
     trained = []
 
-    def fake_train_group(group, work_dir=None, key=None, checkpoint_seconds=None, on_epoch=None):
+    def fake_train_group(group, work_dir=None, key=None, checkpoint_seconds=None, on_epoch=None, before_eval=None):
         trained.append(group.epochs)
         start = clock[0]
         for epoch in range(1, group.epochs + 1):
             clock[0] += epoch_seconds.get(epoch, 1.0)
+            if before_eval is not None:
+                before_eval(epoch)
+            clock[0] += 0.25
             if on_epoch is not None:
                 on_epoch(epoch)
         return dataclasses.make_dataclass("R", ["seconds"])(clock[0] - start)
@@ -531,10 +535,11 @@ def test_a_cpu_sweep_probe_times_the_groups_later_epochs_not_its_first(repo, mon
     settings = sweep_settings(config["templates"], "25")
     settings["sweeps"]["fig25"]["n"] = [8]
     shape = templates_cost.sweep_cost(_node("templates_sweep", settings, {"grid": "25"})).parts[0].probe.shape
-    assert templates_cost.sweep_probe(shape, 2, "cpu", 2, 1) == {"seconds_per_step": 1.0}  # epochs 3 and 4
+    timed = {"seconds_per_step": 1.0, "seconds_per_eval": 0.25, "probe_steps_per_epoch": 1, "evaluations_timed": 2}
+    assert templates_cost.sweep_probe(shape, 2, "cpu", 2, 1) == timed  # epochs 3 and 4
     assert trained == [4] and templates_cost.CPU_UNTIMED_EPOCHS == 2  # one group: 2 untimed epochs, 2 timed
     trained.clear()
-    assert templates_cost.sweep_probe(shape, 2, "cpu", 1, 3) == {"seconds_per_step": 1.0}  # a longer warm-up: 3 untimed
+    assert templates_cost.sweep_probe(shape, 2, "cpu", 1, 3) == timed  # a longer warm-up: 3 untimed
     assert trained == [4]
 
 
@@ -704,6 +709,11 @@ def test_slow_probe_runs_reduced_and_extrapolates_linearly(tmp_path):
     rec = prober.get("rule", E.probe("fake", {"runs": 10}, "runs"), flops_per_step=1e12)
     assert rec["measured_dim"] == 2 and rec["seconds_per_step"] == pytest.approx(6.0)
     assert "extrapolated" in rec["note"]
+    # an evaluation timed apart (0.2 + 0.1 x runs) is extrapolated through the same two points
+    both = E.Prober("cpu", tmp_path / "e.json", max_seconds=3.0,
+                    probes={"fake": lambda s, dim, *a: {**fake(s, dim, *a), "seconds_per_eval": 0.2 + 0.1 * dim}})
+    rec = both.get("rule", E.probe("fake", {"runs": 10}, "runs"), flops_per_step=1e12)
+    assert rec["seconds_per_step"] == pytest.approx(6.0) and rec["seconds_per_eval"] == pytest.approx(1.2)
     tries = []
 
     def bad(*a):
@@ -958,6 +968,82 @@ def test_a_job_with_many_groups_is_probed_at_a_few_and_interpolated(tmp_path):
     recs = E.probe_parts("templates_sweep", parts, failing)
     assert sum(1 for r in recs if r is not None and r.get("error") == "out of memory") == 4
     assert sum(1 for r in recs if r is None) == 16  # nothing to interpolate from
+
+
+def test_a_sweep_job_counts_each_evaluation_once_per_epoch_not_at_every_step(repo, tmp_path):
+    """A transformer group of n > batch is probed at n = batch, where an epoch is one step and its evaluation; the job
+    trains ceil(n / batch) steps an epoch and evaluates once. The probe times the two apart, and the job's time is
+    steps x s/step + evaluations x s/evaluation: smoke grid 14 at n 32 and batch 8 (4 steps an epoch, 5 epochs), a
+    planted step of 1 s and evaluation of 3 s: 20 + 15 = 35 s, where a step with its evaluation at each step gave
+    80 s. A record cached before the split (no ``seconds_per_eval``) keeps the time it was measured as."""
+    from featlearn.templates.registry import sweep_settings
+
+    config = E.merged_config([str(repo / "config" / "smoke.yaml")], repo / "config")
+    settings = sweep_settings(config["templates"], "14")
+    settings["sweeps"]["fig14"].update(n=[32], batch=[8], lrs=[1e-3])
+    node = dataclasses.replace(_node("templates_sweep", settings, {"grid": "14"}),
+                               cost_model="featlearn.templates.cost:sweep_cost")
+    (part,) = templates_cost.sweep_cost(node).parts
+    epochs = settings["sweeps"]["epochs"]
+    assert part.probe.shape["n_probe"] == 8 and part.steps == 4 * epochs and part.evals == epochs
+    assert part.eval_flops == pytest.approx(part.flops_per_step / (3 * 8) * 200)  # 100 validation + 100 test samples
+
+    def seconds(fake, name):
+        prober = E.Prober("cpu", tmp_path / f"{name}.json", probes={"sweep": fake})
+        prober.startup = lambda: 0.0
+        return E.estimate([dataclasses.replace(node)], prober, {"scale": "smoke"}, str(tmp_path / "results"))[0].seconds
+
+    assert seconds(lambda *a: {"seconds_per_step": 1.0, "seconds_per_eval": 3.0}, "apart") == pytest.approx(7.0 * epochs)
+    assert seconds(lambda *a: {"seconds_per_step": 4.0}, "before") == pytest.approx(16.0 * epochs)
+    assert E.part_time(part, {"seconds_per_step": 1.0, "seconds_per_eval": 3.0}) == pytest.approx(7.0 * epochs)
+
+
+def test_the_real_sweep_probe_times_its_evaluations_apart(repo):
+    """The probe of a tiny transformer group of smoke grid 14 on this CPU: a step and an evaluation, each timed."""
+    from featlearn.templates.registry import sweep_settings
+
+    config = E.merged_config([str(repo / "config" / "smoke.yaml")], repo / "config")
+    settings = sweep_settings(config["templates"], "14")
+    settings["sweeps"]["fig14"].update(n=[32], batch=[8], lrs=[1e-3])
+    (part,) = templates_cost.sweep_cost(_node("templates_sweep", settings, {"grid": "14"})).parts
+    rec = templates_cost.sweep_probe(part.probe.shape, 1, "cpu", 2, 1)
+    assert rec["seconds_per_step"] > 0 and rec["seconds_per_eval"] > 0 and rec["probe_steps_per_epoch"] == 1
+
+
+def test_evaluations_are_interpolated_on_their_flops_where_every_probe_timed_them_apart(tmp_path):
+    """Between probes, a step's time is fitted on its work and an evaluation's on its FLOPs (planted: 1 ms + 1e-11 s a
+    FLOP, exact). A family with a record of before the split fits steps with their probe epoch's evaluation in
+    them, as that record holds them, and its interpolated parts carry no separate evaluation."""
+    def fake(shape, dim, device, steps, warmup):
+        return {"seconds_per_step": 0.004 + 2e-11 * shape["flops"], "seconds_per_eval": 0.001 + 1e-11 * shape["eflops"],
+                "probe_steps_per_epoch": 1}
+
+    def part(i, arch="transformer"):
+        shape = {"arch": arch, "model": "m", "task": "t", "n_probe": i, "flops": 1e8 * (i + 1), "eflops": 5e7 * (i + 1),
+                 "runs": 4}
+        return E.Part(E.probe("sweep", shape, "runs"), steps=10, runs=4, flops_per_step=1e8 * (i + 1), evals=2,
+                      eval_flops=5e7 * (i + 1))
+
+    parts = [part(i) for i in range(8)]
+    recs = E.probe_parts("templates_sweep", parts, E.Prober("cpu", tmp_path / "c.json", probes={"sweep": fake}, max_parts=3))
+    assert sum(1 for r in recs if r.get("interpolated")) == 5
+    for p, r in zip(parts, recs):
+        assert r["seconds_per_step"] == pytest.approx(0.004 + 2e-11 * p.flops_per_step, rel=1e-6)
+        assert r["seconds_per_eval"] == pytest.approx(0.001 + 1e-11 * p.eval_flops, rel=1e-6)
+    # one probe of the family cached before the split (a step with its evaluation): steps fitted as it measured them
+    old = [part(i, "mlp") for i in range(8)]
+    cache = E.Prober("cpu", tmp_path / "mixed.json", probes={"sweep": fake}, max_parts=0)
+    for i in (0, 7):
+        cache.get("templates_sweep", old[i].probe)
+    key = cache.key("templates_sweep", old[0].probe)
+    cache.cache[key] = {"seconds_per_step": E.with_eval(cache.cache[key])}
+    cache._save()
+    recs = E.probe_parts("templates_sweep", old, E.Prober("cpu", tmp_path / "mixed.json", probe=False, max_parts=2,
+                                                          probes={"sweep": fake}))
+    for i in range(1, 7):
+        assert "seconds_per_eval" not in recs[i]
+        assert recs[i]["seconds_per_step"] == pytest.approx(0.005 + 2e-11 * old[i].flops_per_step + 1e-11 * old[i].eval_flops,
+                                                            rel=1e-6)
 
 
 def test_families_are_fitted_apart():

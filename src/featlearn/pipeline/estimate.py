@@ -83,7 +83,10 @@ class Part:
     ``updates_per_step``: the parameters its optimiser updates each step, all runs together (None: not derived), a
     second measure of a step's work besides its FLOPs, for the interpolation between probes (``probe_parts``);
     ``work``: the key by which a job of several workers takes its parts, the largest first (a templates sweep's
-    ``group_work``; None: in the listed order)."""
+    ``group_work``; None: in the listed order). ``evals``: the evaluations the part makes, timed by a probe that
+    times them apart from its steps (its record's ``seconds_per_eval``: the part takes steps x s/step + evals x
+    s/eval; a record without it holds an evaluation within its steps' time, as probed), and ``eval_flops`` the
+    FLOPs of one, the measure their time is interpolated on between probes."""
 
     probe: "Probe | None"
     steps: int
@@ -92,6 +95,13 @@ class Part:
     memory_bytes: float | None = None
     updates_per_step: float | None = None
     work: float | None = None
+    evals: int = 0
+    eval_flops: float | None = None
+
+
+def part_time(part: Part, rec: dict) -> float:
+    """A part's time from its probe record: its steps, plus its evaluations where the probe timed them apart."""
+    return part.steps * rec["seconds_per_step"] + part.evals * rec.get("seconds_per_eval", 0.0)
 
 
 @dataclass(frozen=True)
@@ -521,9 +531,9 @@ class Prober:
         try:
             with precision.scoped(self.arithmetic(p), self.device):  # the job's arithmetic, only while timed
                 if full > 1 and (flops_per_step or 0) > PILOT_FLOPS:
-                    pilot = fn(shape, 1, self.device, min(2, self.steps), min(1, self.warmup))["seconds_per_step"]
-                    if pilot * full > self.max_seconds:
-                        use = max(2, min(full, int(self.max_seconds / pilot)))
+                    pilot = fn(shape, 1, self.device, min(2, self.steps), min(1, self.warmup))
+                    if pilot["seconds_per_step"] * full > self.max_seconds:
+                        use = max(2, min(full, int(self.max_seconds / pilot["seconds_per_step"])))
                 steps = self.steps
                 out = fn(shape, use, self.device, steps, self.warmup)
                 if out["seconds_per_step"] * steps < MIN_TIMED_SECONDS:  # fast steps: time enough of them
@@ -535,19 +545,23 @@ class Prober:
             msg = "out of memory" if "out of memory" in str(exc).lower() else f"{type(exc).__name__}: {text}"
             self.log(f"probe {p.kind} {p.dim}={use}/{full} failed: {msg} ({p.shape_json[:160]})")
             return {"error": msg, "steps": self.steps, "warmup": self.warmup}
-        t = out["seconds_per_step"]
         rec = {"measured_dim": use, "full_dim": full, "dim": p.dim, "steps": steps, "warmup": self.warmup,
                "load_average": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
+        timed = [k for k in ("seconds_per_step", "seconds_per_eval") if k in out]
         if use == full:
-            rec["seconds_per_step"] = t
+            rec.update({k: out[k] for k in timed})
         else:  # two points (the pilot at 1, the probe at `use`): a fixed cost plus a cost linear in the dimension
-            slope = max(0.0, (t - pilot) / (use - 1))
-            rec["seconds_per_step"] = t + slope * (full - use)
+            for k in timed:
+                slope = max(0.0, (out[k] - pilot.get(k, 0.0)) / (use - 1))
+                rec[k] = out[k] + slope * (full - use)
             rec["note"] = f"probed at {p.dim} 1 and {use} of {full}, extrapolated linearly (FLOPs linear in {p.dim})"
+        if "probe_steps_per_epoch" in out:
+            rec["probe_steps_per_epoch"] = out["probe_steps_per_epoch"]
         rec["probe_seconds"] = time.perf_counter() - t0
         if out.get("peak_memory_bytes") and use == full:  # measured at the job's own shape only
             rec["peak_memory_bytes"] = out["peak_memory_bytes"]
-        self.log(f"probe {p.kind} {p.dim}={use}/{full}: {rec['seconds_per_step']:.4g} s/step")
+        self.log(f"probe {p.kind} {p.dim}={use}/{full}: {rec['seconds_per_step']:.4g} s/step"
+                 + (f", {rec['seconds_per_eval']:.4g} s/evaluation" if "seconds_per_eval" in rec else ""))
         return rec
 
     def startup(self) -> float | None:
@@ -834,7 +848,7 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
             if rec is None or "seconds_per_step" not in rec:
                 missing.append("not in the cache" if rec is None else rec["error"])
                 continue
-            part_seconds.append((part.work, part.steps * rec["seconds_per_step"]))
+            part_seconds.append((part.work, part_time(part, rec)))
             seconds += part_seconds[-1][1]
             longest = max(longest, part_seconds[-1][1])
             if rec.get("note"):
@@ -1005,9 +1019,16 @@ def probe_parts(rule: str, parts: list[Part], prober: "Prober", limit: int | Non
             out.append(measured[key])
         else:
             fam = _family(part.probe)
-            pts = [(_work(parts[i], updates[fam]), (measured.get(keys[i]) or {}).get("seconds_per_step"))
-                   for i in by_family[fam]]
+            recs = [measured.get(keys[i]) or {} for i in by_family[fam]]
+            # the evaluations timed apart where every probe of the family timed them so (else a step with its
+            # probe epoch's share of an evaluation, as a record of before the split holds it: with_eval)
+            apart = (all("seconds_per_eval" in r for r in recs if "seconds_per_step" in r)
+                     and all(parts[i].eval_flops is not None for i in by_family[fam]))
+            pts = [(_work(parts[i], updates[fam]), r.get("seconds_per_step") if apart else with_eval(r))
+                   for i, r in zip(by_family[fam], recs)]
             fit = fit_step_cost(pts)
+            eval_fit = fit_step_cost([((parts[i].eval_flops,), r.get("seconds_per_eval"))
+                                      for i, r in zip(by_family[fam], recs)]) if apart else None
             span = [x for x, t in pts if t is not None]
             work = _work(part, updates[fam])
             if fit is None:
@@ -1019,8 +1040,19 @@ def probe_parts(rule: str, parts: list[Part], prober: "Prober", limit: int | Non
                             if not min(x[0] for x in span) <= work[0] <= max(x[0] for x in span)
                             else "outside the range of parameters updated of the family's probes (not extrapolated)"})
             else:
-                out.append({"seconds_per_step": fit(work), "interpolated": True, "from_probes": len(span)})
+                rec = {"seconds_per_step": fit(work), "interpolated": True, "from_probes": len(span)}
+                if eval_fit is not None:
+                    rec["seconds_per_eval"] = eval_fit((part.eval_flops,))
+                out.append(rec)
     return out
+
+
+def with_eval(rec: dict) -> float | None:
+    """A probe record's seconds per step with its probe epoch's share of an evaluation in it: what a sweep probe of
+    before the steps and the evaluations were timed apart measured (``featlearn.templates.cost.sweep_probe``)."""
+    if "seconds_per_step" not in rec:
+        return None
+    return rec["seconds_per_step"] + rec.get("seconds_per_eval", 0.0) / rec.get("probe_steps_per_epoch", 1)
 
 
 def first_round(nodes: list[Node], prober: "Prober") -> None:

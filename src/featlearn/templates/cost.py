@@ -67,15 +67,21 @@ def groups_cost(node: Node, curves: list) -> Cost:
                      # (and on a GPU the switch does nothing); one key for both keeps every cached probe valid
                      # (docs/estimate.md)
                      **({"cuda_graphs": True} if g.cuda_graphs else {})}
+            flops = step_flops(g, size)
             # a group trains on one thread whatever the job's threads (engine.group_pool: a CPU job of N threads
             # trains N groups at once; Cost.workers)
             parts.append(Part(probe("sweep", shape, "runs", 1, f"{__name__}:sweep_probe"),
-                              g.epochs * g.steps_per_epoch, R, step_flops(g, size),
+                              g.epochs * g.steps_per_epoch, R, flops,
                               R * run_memory_bytes(g, vocab),
                               # what the probe updates (at its n's vocabulary): the measure it is fitted on
                               updates_per_step=R * model_size(g, probe_vocab(g)).parameters,
-                              work=group_work(g, size)))  # a job of several workers takes its groups largest work first
-    return Cost(parts, 0.0, "evaluation (validation + test, every epoch) is inside the timed probe epochs",
+                              work=group_work(g, size),  # a job of several workers takes its groups largest work first
+                              # every eval_every epochs and at the last (engine._train_group); a forward pass of the
+                              # validation and test samples, a third of a trained sample's FLOPs each
+                              evals=g.epochs // g.eval_every + (g.epochs % g.eval_every > 0),
+                              eval_flops=flops / (3 * min(g.n, g.batch)) * (g.n_val + g.n_test)))
+    return Cost(parts, 0.0, "evaluation (validation every epoch, test where validation improves) timed by the probe "
+                "apart from the steps, and added once per evaluating epoch (an upper bound: test at each)",
                 "FLOPs = 6 P_ne x samples x positions x R per step (MLP: 6 P_ne x samples x R, first layer hidden x inputs); "
                 "parameters updated = R x P per step; "
                 "memory = 4 B x R (6P + 8 samples x positions x width + 4 samples x outputs) [D]",
@@ -107,11 +113,20 @@ CPU_UNTIMED_EPOCHS = 2
 def sweep_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: int) -> dict:
     """One engine group of the job's shape (R = ``dim_value`` runs) at the shape's ``n_probe`` (:func:`probe_n`: an
     MLP's, RNN's or LSTM's own n, a transformer's minibatch), ``steps`` timed steps rounded up to whole epochs
-    (``train_group``), so a timed step carries its share of the epoch's evaluation; at n <= batch an epoch is one step.
+    (``train_group``). The steps and the evaluations of the timed epochs are timed apart (``train_group``'s
+    ``before_eval`` and ``on_epoch``): ``seconds_per_step`` is a training step alone, ``seconds_per_eval`` one
+    evaluation (the validation set, and the test set where validation improved: a fresh group's early epochs, where it
+    mostly does, so an upper bound for a job's later ones). The estimate adds a job's evaluations to its steps
+    (``Part.evals``): a group of n > B trains ceil(n / B) steps an epoch and evaluates once, while the probe of a
+    transformer at n = B evaluates after each of its one-step epochs. ``probe_steps_per_epoch`` says how the two
+    shared the probe's epochs (what a record of before the split measured as one step).
+
     On a CPU the timed epochs come after at least ``CPU_UNTIMED_EPOCHS`` untimed epochs of the same group (``warmup``
     steps rounded up to epochs, where more), so that the probe times the group's later steps, not a fresh group's
     first ones (:data:`sweep_probe.cpu_method`, part of a CPU probe's cache key). On a GPU a group of ``warmup`` steps
-    is trained first and a fresh group is timed, as before (the committed GPU probes keep their keys)."""
+    is trained first and a fresh group is timed, as before; its clock is read after a device synchronisation at both
+    ends of each evaluation (the committed GPU probes keep their keys: their records, without ``seconds_per_eval``,
+    hold a step and its epoch's evaluation in ``seconds_per_step``, as they were measured)."""
     from dataclasses import replace
 
     from featlearn.templates.sweeps.engine import RunSpec, expand_groups, train_group
@@ -130,21 +145,39 @@ def sweep_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: in
     per_epoch = group.steps_per_epoch
     epochs = math.ceil(steps / per_epoch)
     untimed = math.ceil(warmup / per_epoch)
+    cuda = str(device).startswith("cuda")
+    evals: dict[int, float] = {}  # timed epoch -> the clock when its evaluation began
+    ends: dict[int, float] = {}  # epoch -> the clock at its end
+
+    def clock() -> float:
+        sync(device)
+        return time.perf_counter()
+
+    def eval_begins(epoch: int) -> None:
+        evals[epoch] = clock()
+
+    def stamp(epoch: int) -> None:
+        ends[epoch] = clock() if epoch in evals else time.perf_counter()
+
+    def split(first: int, last: int, seconds: float) -> dict:
+        """``seconds`` of the epochs after ``first`` up to ``last``, their evaluations and their steps apart."""
+        timed = [e for e in evals if first < e <= last]
+        eval_s = sum(ends[e] - evals[e] for e in timed)
+        out = {"seconds_per_step": max(0.0, seconds - eval_s) / ((last - first) * per_epoch),
+               "probe_steps_per_epoch": per_epoch, "evaluations_timed": len(timed)}
+        if timed:
+            out["seconds_per_eval"] = eval_s / len(timed)
+        return out
+
     if str(device).split(":")[0] == "cpu":
         untimed = max(CPU_UNTIMED_EPOCHS, untimed)
-        ends = {}  # epoch -> the clock at its end
-
-        def stamp(epoch: int) -> None:
-            ends[epoch] = time.perf_counter()
-
-        train_group(replace(group, epochs=untimed + epochs), on_epoch=stamp)
-        return {"seconds_per_step": (ends[untimed + epochs] - ends[untimed]) / (epochs * per_epoch)}
-    cuda = str(device).startswith("cuda")
+        train_group(replace(group, epochs=untimed + epochs), on_epoch=stamp, before_eval=eval_begins)
+        return split(untimed, untimed + epochs, ends[untimed + epochs] - ends[untimed])
     if cuda:  # the group's CUDA peak, to check the engine's memory formula (run_memory_bytes) against
         torch.cuda.reset_peak_memory_stats()
     if untimed:
         train_group(replace(group, epochs=untimed))
-    out = {"seconds_per_step": train_group(replace(group, epochs=epochs)).seconds / (epochs * per_epoch)}
+    out = split(0, epochs, train_group(replace(group, epochs=epochs), on_epoch=stamp, before_eval=eval_begins).seconds)
     if cuda:
         out["peak_memory_bytes"] = torch.cuda.max_memory_allocated()
     return out
@@ -152,8 +185,9 @@ def sweep_probe(shape: dict, dim_value: int, device: str, steps: int, warmup: in
 
 # What a CPU sweep probe times (its cache key's "method", ``featlearn.pipeline.estimate.Prober.key``): CPU probes
 # cached before it (a fresh group's first epochs after a warm-up group: 1.4-2.3x as long a step on the n 8,192 MLP
-# groups) are measured again.
-sweep_probe.cpu_method = f"after {CPU_UNTIMED_EPOCHS} untimed epochs of the same group"
+# groups; then a step with its epoch's evaluation, counted at every step of a job's epoch of n > B) are measured again.
+sweep_probe.cpu_method = (f"after {CPU_UNTIMED_EPOCHS} untimed epochs of the same group; "
+                          "steps and evaluations timed apart")
 
 
 def _gpt2_config(model: str, revision: str, cache_dir: str | None):

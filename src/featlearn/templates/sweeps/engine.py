@@ -417,7 +417,8 @@ def checkpoint_key(key: dict) -> dict:
 
 
 def train_group(group: Group, work_dir: str | None = None, key: dict | None = None,
-                checkpoint_seconds: float | None = None, on_epoch: Callable[[int], None] | None = None) -> GroupResult:
+                checkpoint_seconds: float | None = None, on_epoch: Callable[[int], None] | None = None,
+                before_eval: Callable[[int], None] | None = None) -> GroupResult:
     """Train the group's runs together; returns per-run results (see ``GroupResult``).
 
     With ``work_dir`` (a compute job's resume folder) and ``key`` (a JSON-able dict of everything the group depends on)
@@ -430,13 +431,14 @@ def train_group(group: Group, work_dir: str | None = None, key: dict | None = No
     MLP group: about 6 h on one CPU core; grid 3c's groups on a GPU for longer), more than a scheduler's time limit may
     allow. The caller removes the checkpoint once it has kept the group's results (``sweep_frames``).
 
-    ``on_epoch(epoch)`` is called at the end of every epoch (after its evaluation): the estimate's probe times the
-    group's later epochs with it (``featlearn.templates.cost.sweep_probe``)."""
+    ``on_epoch(epoch)`` is called at the end of every epoch (after its evaluation), ``before_eval(epoch)`` after the
+    epoch's training steps when the epoch evaluates: the estimate's probe times the group's later epochs, their steps
+    and their evaluations apart, with them (``featlearn.templates.cost.sweep_probe``). Neither changes what is computed."""
     if work_dir and key is None:
         raise ValueError("a group's checkpoint in a resume folder needs the group's key")
     with denormals_flushed(group.flush_denormal and torch.device(group.device).type == "cpu"):
         return _train_group(group, work_dir, key, CHECKPOINT_SECONDS if checkpoint_seconds is None else checkpoint_seconds,
-                            on_epoch)
+                            on_epoch, before_eval)
 
 
 def _stacked_layout(arch: str, name: str, p: torch.Tensor) -> torch.Tensor:
@@ -451,7 +453,8 @@ def _stacked_layout(arch: str, name: str, p: torch.Tensor) -> torch.Tensor:
 
 
 def _train_group(group: Group, work_dir: str | None, key: dict | None, checkpoint_seconds: float,
-                 on_epoch: Callable[[int], None] | None = None) -> GroupResult:
+                 on_epoch: Callable[[int], None] | None = None,
+                 before_eval: Callable[[int], None] | None = None) -> GroupResult:
     from featlearn.training import load_part, save_part
 
     dev, R, kind = torch.device(group.device), len(group.runs), group.task.kind
@@ -558,6 +561,8 @@ def _train_group(group: Group, work_dir: str | None, key: dict | None, checkpoin
         if graphed is not None:
             train_loss = train_buf.clone()
         if epoch % group.eval_every == 0 or epoch == group.epochs:
+            if before_eval is not None:
+                before_eval(epoch)
             with torch.no_grad():
                 vl, _ = batched_eval(params, Xv, Yv)
                 # the test set is only needed where a run improves, at the last epoch and on curve epochs
