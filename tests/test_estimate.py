@@ -539,7 +539,7 @@ def test_a_cpu_sweep_probe_times_the_groups_later_epochs_not_its_first(repo, mon
     assert templates_cost.sweep_probe(shape, 2, "cpu", 2, 1) == timed  # epochs 3 and 4
     assert trained == [4] and templates_cost.CPU_UNTIMED_EPOCHS == 2  # one group: 2 untimed epochs, 2 timed
     trained.clear()
-    assert templates_cost.sweep_probe(shape, 2, "cpu", 1, 3) == timed  # a longer warm-up: 3 untimed
+    assert templates_cost.sweep_probe(shape, 2, "cpu", 1, 3) == {**timed, "evaluations_timed": 1}  # 3 untimed, 1 timed
     assert trained == [4]
 
 
@@ -996,6 +996,52 @@ def test_a_sweep_job_counts_each_evaluation_once_per_epoch_not_at_every_step(rep
     assert seconds(lambda *a: {"seconds_per_step": 1.0, "seconds_per_eval": 3.0}, "apart") == pytest.approx(7.0 * epochs)
     assert seconds(lambda *a: {"seconds_per_step": 4.0}, "before") == pytest.approx(16.0 * epochs)
     assert E.part_time(part, {"seconds_per_step": 1.0, "seconds_per_eval": 3.0}) == pytest.approx(7.0 * epochs)
+
+
+def test_a_transformer_group_beyond_one_minibatch_is_probed_over_its_own_alphabet(repo, tmp_path, monkeypatch):
+    """A transformer group of n > batch is probed at n = batch (one step an epoch) over the training alphabet of its
+    own n, so its vocabulary, the embedding tables Adam updates every step, is the job's (before, that of n = batch).
+    A record cached under the shape of before (the committed GPU caches) still answers, and says so; the shape's own
+    record, once cached, is the one used."""
+    from featlearn.templates.registry import sweep_settings
+    from featlearn.templates.sweeps import engine
+    from featlearn.templates.sweeps.experiments import figure_curves
+
+    config = E.merged_config([str(repo / "config" / "smoke.yaml")], repo / "config")
+    settings = sweep_settings(config["templates"], "14")
+    settings["sweeps"]["fig14"].update(n=[32], batch=[8], lrs=[1e-3])
+    (part,) = templates_cost.sweep_cost(_node("templates_sweep", settings, {"grid": "14"})).parts
+    (group,) = [g for _, c in figure_curves("14", settings["sweeps"]) for g in engine.expand_groups({**c, "progress": False})]
+    shape = part.probe.shape
+    assert shape["n_probe"] == 8 and shape["alphabet"] == 32
+    assert "alphabet" not in json.loads(part.probe.fallback_json) and json.loads(part.probe.fallback_json)["n_probe"] == 8
+    vocab = engine.group_vocab(group)
+    assert vocab > engine.group_vocab(dataclasses.replace(group, n=8))  # the alphabet of n 32 against that of n 8
+    assert part.updates_per_step == len(group.runs) * engine.model_size(group, vocab).parameters
+    probed = []
+    real = engine.train_group
+    monkeypatch.setattr(engine, "train_group", lambda g, **kw: probed.append(g) or real(g, **kw))
+    templates_cost.sweep_probe(shape, 1, "cpu", 1, 0)
+    assert {g.n for g in probed} == {8} and {engine.group_vocab(g) for g in probed} == {vocab}
+    assert engine.group_data(probed[0])[0].vocab.size == vocab
+    # without probing (--no-probe, another device's cache), a record of the shape without the alphabet answers, noted;
+    # a probing estimate measures the shape itself, and its record is the one used from then on
+    cache = tmp_path / "c.json"
+    fakes = {"sweep": lambda *a: {"seconds_per_step": 2.0}}  # (a probe function without a CPU method: keys without one)
+    old = dataclasses.replace(part.probe, shape_json=part.probe.fallback_json, fallback_json="")
+    E.Prober("cpu", cache, probes={"sweep": lambda *a: {"seconds_per_step": 2.0}}).get("templates_sweep", old)
+    reader = E.Prober("cpu", cache, probe=False, probes=fakes)
+    rec = reader.get("templates_sweep", part.probe)
+    assert rec["seconds_per_step"] == 2.0 and "without alphabet" in rec["note"]
+    assert reader.cached("templates_sweep", part.probe)
+    prober = E.Prober("cpu", cache, probes={"sweep": lambda *a: {"seconds_per_step": 3.0}})
+    assert not prober.cached("templates_sweep", part.probe)
+    assert prober.get("templates_sweep", part.probe)["seconds_per_step"] == 3.0 and prober.measured == 1
+    assert E.Prober("cpu", cache, probe=False, probes=fakes).get("templates_sweep", part.probe)["seconds_per_step"] == 3.0
+    # a probing estimate whose budget is spent answers from the earlier shape's record too
+    E.Prober("cpu", tmp_path / "b.json", probes={"sweep": lambda *a: {"seconds_per_step": 2.0}}).get("templates_sweep", old)
+    spent = E.Prober("cpu", tmp_path / "b.json", probes={"sweep": lambda *a: {"seconds_per_step": 3.0}}, budget=0.0)
+    assert spent.get("templates_sweep", part.probe)["seconds_per_step"] == 2.0 and spent.measured == 0
 
 
 def test_the_real_sweep_probe_times_its_evaluations_apart(repo):

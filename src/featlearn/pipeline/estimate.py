@@ -118,6 +118,9 @@ class Probe:
     threads: int = 1
     run: str = ""
     precision: str = "fp32"
+    # a shape whose cached record answers where this one's is missing (a probe whose shape gained a key: the records of
+    # before it, e.g. the committed GPU caches, still give a time; the record then says so); "": none
+    fallback_json: str = ""
 
     @property
     def shape(self) -> dict:
@@ -498,15 +501,17 @@ class Prober:
         key = self.key(rule, p)
         if key in self.cache:
             return self.cache[key]
+        # where this shape cannot be measured now, a record of its earlier shape answers (Probe.fallback_json)
         if key in self.failed:
-            return self.failed[key]
+            return self.older(rule, p) or self.failed[key]
         if not self.probe:
-            return None
+            return self.older(rule, p)
         if self.budget is not None and self.spent >= self.budget:
             if not self.skipped:
                 self.log(f"probe budget of {self.budget:g} s spent: no more probes start (--probe-budget)")
             self.skipped += 1
-            return {"error": f"probe budget spent (--probe-budget {self.budget:g} s)", "budget_spent": True}
+            return self.older(rule, p) or {"error": f"probe budget spent (--probe-budget {self.budget:g} s)",
+                                           "budget_spent": True}
         t0 = self.clock()
         try:
             rec = self._measure(p, flops_per_step)
@@ -514,12 +519,26 @@ class Prober:
             self.spent += self.clock() - t0
         if "error" in rec:  # reported, not cached: the next run tries again (this one does not: the first round
             self.failed[key] = rec  # and the second ask for the same probes)
-            return rec
+            return self.older(rule, p) or rec
         rec["measured_utc"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
         self.cache[key] = rec
         self.measured += 1
         self._save()
         return rec
+
+    def older(self, rule: str, p: Probe) -> dict | None:
+        """The cached record of ``p``'s fallback shape (``Probe.fallback_json``), noted as such; None without one."""
+        if not p.fallback_json:
+            return None
+        rec = self.cache.get(self.key(rule, dataclasses.replace(p, shape_json=p.fallback_json, fallback_json="")))
+        if rec is None or "seconds_per_step" not in rec:
+            return None
+        gained = sorted(set(json.loads(p.shape_json)) - set(json.loads(p.fallback_json)))
+        return {**rec, "note": f"a record of the probe's shape without {', '.join(gained)} (cached before it)"}
+
+    def cached(self, rule: str, p: Probe) -> bool:
+        """Whether :meth:`get` answers ``p`` from the cache: its own record, or without probing its fallback shape's."""
+        return self.key(rule, p) in self.cache or (not self.probe and self.older(rule, p) is not None)
 
     def _measure(self, p: Probe, flops_per_step: float | None) -> dict:
         import torch
@@ -1005,7 +1024,7 @@ def probe_parts(rule: str, parts: list[Part], prober: "Prober", limit: int | Non
             for j in representatives([_work(parts[i], updates[fam]) for i in idx], share)}
     measured: dict[str, dict | None] = {}
     unstarted: dict[str, dict] = {}  # representatives the probe budget left: interpolated like the rest where it can be
-    for i in sorted({i for idx in by_family.values() for i in idx if keys[i] in prober.cache} | plan):
+    for i in sorted({i for idx in by_family.values() for i in idx if prober.cached(rule, parts[i].probe)} | plan):
         rec = prober.get(rule, parts[i].probe, parts[i].flops_per_step)
         if rec is not None and rec.get("budget_spent"):
             unstarted[keys[i]] = rec

@@ -125,6 +125,9 @@ class Group:
     looped: bool | None = None  # the runs' forwards one after another instead of vmap; None: ``auto_looped``
     per_run_templates: bool = False  # random task: each run draws its templates from its own seed
     flush_denormal: bool = False  # on a CPU, flush denormal floats to zero while training (``denormals_flushed``)
+    # the training alphabet (None: n tokens, as the paper's tasks have it): the estimate's probe of a group of n > batch
+    # trains batch samples over the alphabet of the job's n, so that its embedding tables are the job's
+    train_alphabet: int | None = None
 
     def __post_init__(self):
         if not self.runs:
@@ -172,7 +175,8 @@ def run_task(group: Group, run: RunSpec) -> TemplateTask:
 
 
 def run_data(group: Group, run: RunSpec) -> TaskData:
-    return make_datasets(run_task(group, run), group.n, data_seed(run.seed), n_val=group.n_val, n_test=group.n_test)
+    return make_datasets(run_task(group, run), group.n, data_seed(run.seed), n_val=group.n_val, n_test=group.n_test,
+                         train_alphabet=group.train_alphabet)
 
 
 def group_data(group: Group) -> list[TaskData]:
@@ -283,10 +287,11 @@ def group_work(group: Group, size: ModelSize | None = None) -> float:
 
 
 def group_vocab(group: Group) -> int:
-    """The vocabulary of a group's data at its n (the datasets' token count, as the training builds them)."""
+    """The vocabulary of a group's data at its n, or its ``train_alphabet`` (the datasets' token count, as the training
+    builds them)."""
     from featlearn.templates.tasks import make_datasets
 
-    return make_datasets(group.task, 1, 1, n_val=1, n_test=1, train_alphabet=group.n).vocab.size
+    return make_datasets(group.task, 1, 1, n_val=1, n_test=1, train_alphabet=group.train_alphabet or group.n).vocab.size
 
 
 def trainable_mask(group: Group, run: RunSpec, name: str) -> bool:
