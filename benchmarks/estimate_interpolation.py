@@ -94,9 +94,15 @@ def main(argv=None) -> None:
                         for p, m in zip(predicted, measured) if p.get("interpolated") and m and m.get("seconds_per_step")]
                 job_measured = sum(E.part_time(p, m) for p, m in zip(parts, measured))  # steps and evaluations
                 job_predicted = sum(E.part_time(p, r) for p, r in zip(parts, predicted))
+                # the evaluations, where the probes timed them apart (interpolated on their FLOPs)
+                eval_errs = [abs(p["seconds_per_eval"] - m["seconds_per_eval"]) / m["seconds_per_eval"]
+                             for p, m in zip(predicted, measured)
+                             if p.get("interpolated") and "seconds_per_eval" in p and m and m.get("seconds_per_eval")]
                 row.update({f"{prefix}probed": prober.measured, f"{prefix}held_out": len(errs),
                             f"{prefix}median_rel_error": round(statistics.median(errs), 3) if errs else None,
                             f"{prefix}max_rel_error": round(max(errs), 3) if errs else None,
+                            f"{prefix}eval_median_rel_error": round(statistics.median(eval_errs), 3) if eval_errs else None,
+                            f"{prefix}eval_max_rel_error": round(max(eval_errs), 3) if eval_errs else None,
                             "job_seconds_all_probed": round(job_measured, 1),
                             f"{prefix}job_seconds_interpolated": round(job_predicted, 1),
                             f"{prefix}job_rel_error": round(abs(job_predicted - job_measured) / job_measured, 3)})
