@@ -994,6 +994,10 @@ def test_a_sweep_job_counts_each_evaluation_once_per_epoch_not_at_every_step(rep
         return E.estimate([dataclasses.replace(node)], prober, {"scale": "smoke"}, str(tmp_path / "results"))[0].seconds
 
     assert seconds(lambda *a: {"seconds_per_step": 1.0, "seconds_per_eval": 3.0}, "apart") == pytest.approx(7.0 * epochs)
+    shown = E.estimate([dataclasses.replace(node)], E.Prober("cpu", tmp_path / "apart.json", probe=False,
+                                                             probes={"sweep": lambda *a: {}}),
+                       {"scale": "smoke"}, str(tmp_path / "results"))[0]
+    assert E.eval_share(shown) == pytest.approx(15.0 / 20.0)  # the report's column: evaluations over steps
     assert seconds(lambda *a: {"seconds_per_step": 4.0}, "before") == pytest.approx(16.0 * epochs)
     assert E.part_time(part, {"seconds_per_step": 1.0, "seconds_per_eval": 3.0}) == pytest.approx(7.0 * epochs)
 

@@ -1132,6 +1132,15 @@ def duration(seconds: float | None) -> str:
     return f"{seconds / 86400:.3g} d"
 
 
+def eval_share(node: Node) -> float:
+    """The job's evaluation time as a share of its training steps': its cost model's, or, where its probes timed the
+    evaluations apart (a templates sweep), the parts' evaluations over their steps."""
+    parts = [(part, rec) for part, rec in zip(node.cost.parts, node.per_step) if rec and "seconds_per_step" in rec]
+    evals = sum(part.evals * rec.get("seconds_per_eval", 0.0) for part, rec in parts)
+    steps = sum(part.steps * rec["seconds_per_step"] for part, rec in parts)
+    return node.cost.eval_share + (evals / steps if steps > 0 else 0.0)
+
+
 def _per_step(node: Node) -> str:
     recs = node.per_step
     if not recs:
@@ -1199,7 +1208,7 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
             peaks = [r["peak_memory_bytes"] for r in n.per_step if r and r.get("peak_memory_bytes")]
             memory = _bytes(c.memory) + (f" (CUDA peak {_bytes(max(peaks))})" if peaks else "")
             lines.append(f"| {n.label} | {'yes' if n.gpu else 'no'} | {c.runs} | {c.steps:,} | {_si(c.flops, 'FLOP')} | "
-                         f"{memory} | {_per_step(n)} | {c.eval_share:.1%} | {duration(n.seconds)} | "
+                         f"{memory} | {_per_step(n)} | {eval_share(n):.1%} | {duration(n.seconds)} | "
                          f"{n.source}{'; ' + c.note if c.note else ''} |")
         lines.append("")
         for rule, formula in formulas.items():
