@@ -690,13 +690,17 @@ def test_a_group_killed_mid_training_resumes_from_its_checkpoint_bit_for_bit(tmp
 
 def test_on_epoch_is_called_after_each_epoch_and_changes_nothing():
     """``train_group``'s ``on_epoch`` (the estimate's probe times a group's later epochs with it) is called once per
-    epoch, in order, after the epoch's evaluation, and the group trains to the same bits as without it."""
-    group = _group(T.aba_abb(), 12, [S.RunSpec(1, 1e-2), S.RunSpec(2, 1e-1)], model=TINY, epochs=4, batch=5,
-                   dtype=torch.float64, progress=False)
+    epoch, in order, after the epoch's evaluation, ``before_eval`` before each evaluation, and the group trains to the
+    same bits as without them."""
+    group = _group(T.aba_abb(), 12, [S.RunSpec(1, 1e-2), S.RunSpec(2, 1e-1)], model=TINY, epochs=5, batch=5,
+                   dtype=torch.float64, progress=False, eval_every=2)
     seen = []
-    with_calls = S.train_group(group, on_epoch=seen.append)
+    with_calls = S.train_group(group, on_epoch=lambda e: seen.append(("end", e)),
+                               before_eval=lambda e: seen.append(("eval", e)))
     plain = S.train_group(group)
-    assert seen == [1, 2, 3, 4]
+    # ``before_eval`` (the probe times steps and evaluations apart with it): after the steps of each evaluating epoch,
+    # every eval_every epochs and at the last
+    assert seen == [("end", 1), ("eval", 2), ("end", 2), ("end", 3), ("eval", 4), ("end", 4), ("eval", 5), ("end", 5)]
     for name in plain.params:
         assert torch.equal(with_calls.params[name], plain.params[name]), name
     assert torch.equal(with_calls.val_loss, plain.val_loss)
