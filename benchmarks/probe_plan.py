@@ -67,6 +67,9 @@ def plan(cache: dict, device_name: str, configfiles: list[str], max_parts: int, 
     with tempfile.TemporaryDirectory() as tmp:
         prober = Planned("cpu", Path(tmp) / "none.json", max_parts=max_parts, log=lambda msg: None)
         prober.cache, prober.torch = dict(cache), torch_versions.pop()
+        # keyed as the device keys its probes (E.Prober's reading of another machine's cache under its name): no CPU
+        # probe method in the keys, an `auto` job's arithmetic the GPU's (bf16), its jobs' groups one at a time
+        prober.label, prober._exact = device_name, True
         E.estimate(nodes, prober, config, results, evidence=ROOT / "evidence" / "paper", config_dir=str(ROOT / "config"),
                    reference=ROOT / REFERENCE_FILE)
     per_kind = collections.defaultdict(list)

@@ -20,6 +20,9 @@ def test_a_cached_probe_is_not_planned_and_the_rest_are(benchmark_script, tmp_pa
     n = sum(first["measure"].values())
     assert n == len(first["keys"]) > 1 and first["untimed"] == []  # (these figures' jobs all have cost models)
     assert all(json.loads(k)["device"] == "NVIDIA H200" and json.loads(k)["torch"] == "2.11.0+cu130" for k in first["keys"])
+    # keyed as the GPU keys its probes: no CPU probe method (a CPU-keyed plan matched none of a GPU cache's sweep
+    # probes), an `auto` job in the GPU's bf16
+    assert not any("method" in json.loads(k) for k in first["keys"])
     done = first["keys"][0]
     cache[done] = {"seconds_per_step": 1e-3, "probe_seconds": 2.0}
     second = plan(cache, "NVIDIA H200", ["config/smoke.yaml"], 2, str(tmp_path / "results"), FIGURES)
@@ -40,3 +43,12 @@ def test_a_cache_with_two_torch_versions_of_the_device_is_refused(benchmark_scri
     cache = dict([_entry(torch="2.11.0+cu130"), _entry(torch="2.12.0+cu130")])
     with pytest.raises(SystemExit, match="2 torch versions"):
         plan(cache, "NVIDIA H200", ["config/smoke.yaml"], 2, str(tmp_path / "results"), FIGURES)
+
+
+def test_an_auto_lm_is_planned_in_the_gpus_arithmetic(benchmark_script, tmp_path):
+    """A language model of ``precision: auto`` computes in bf16 on the GPU (featlearn.precision), so the plan keys its
+    probe so, whatever the machine that plans it computes in."""
+    plan = benchmark_script("probe_plan").plan
+    out = plan(dict([_entry()]), "NVIDIA H200", ["config/smoke.yaml"], 2, str(tmp_path / "results"), ["fig_scan_snap_7"])
+    lm = [json.loads(k) for k in out["keys"] if json.loads(k)["kind"].startswith("lm:")]
+    assert lm and all(k.get("precision") == "bf16" for k in lm)
