@@ -37,7 +37,7 @@ def probe_alphabet(group) -> int | None:
     is probed at n = batch over the alphabet of its own n, so that the embedding tables Adam updates every step are the
     job's (before 2026-12-07 they were those of n = batch: at the default scale a group of n 1,024 at batch 16 trained
     a step in 7.8 ms against its probe's 7.1 ms, and evaluated in 8.5 ms against 4.3 ms; at paper scale grid 3c's
-    groups of n 262,144 hold embedding tables 256 times their probes'). None: the probe's own n."""
+    groups of n 262,144 of aba_abb have 262,346 tokens, 214 times their probes' 1,226). None: the probe's own n."""
     return group.n if probe_n(group) < group.n else None
 
 
