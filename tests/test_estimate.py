@@ -1042,6 +1042,17 @@ def test_a_transformer_group_beyond_one_minibatch_is_probed_over_its_own_alphabe
     assert not prober.cached("templates_sweep", part.probe)
     assert prober.get("templates_sweep", part.probe)["seconds_per_step"] == 3.0 and prober.measured == 1
     assert E.Prober("cpu", cache, probe=False, probes=fakes).get("templates_sweep", part.probe)["seconds_per_step"] == 3.0
+    # the first round, which gives every job a time before the rest is probed, takes the earlier shape's record and
+    # leaves the measurement to the second round
+    (tmp_path / "r.json").write_text(json.dumps({k: v for k, v in json.loads(cache.read_text()).items()
+                                                 if k == reader.key("templates_sweep", old)}))
+    calls = []
+    rounds = E.Prober("cpu", tmp_path / "r.json", probes={"sweep": lambda *a: calls.append(a) or {"seconds_per_step": 3.0}})
+    node = dataclasses.replace(_node("templates_sweep", settings, {"grid": "14"}), cost=templates_cost.sweep_cost(
+        _node("templates_sweep", settings, {"grid": "14"})))
+    E.first_round([node], rounds)
+    assert calls == [] and rounds.measured == 0 and not rounds.older_first
+    assert rounds.get("templates_sweep", part.probe)["seconds_per_step"] == 3.0 and len(calls) == 1
     # a probing estimate whose budget is spent answers from the earlier shape's record too
     E.Prober("cpu", tmp_path / "b.json", probes={"sweep": lambda *a: {"seconds_per_step": 2.0}}).get("templates_sweep", old)
     spent = E.Prober("cpu", tmp_path / "b.json", probes={"sweep": lambda *a: {"seconds_per_step": 3.0}}, budget=0.0)

@@ -454,6 +454,9 @@ class Prober:
         self.skipped = 0  # probes not started because the budget was spent
         self.clock = time.perf_counter  # what the budget is counted on (tests plant their own)
         self.failed: dict[str, dict] = {}  # probes that failed in this object (out of memory...): not tried twice
+        # a record of a probe's earlier shape answers before the probe is measured (the first round: every job a time
+        # first, the probes of the new shapes after; Probe.fallback_json)
+        self.older_first = False
         self.log = log or (lambda msg: print(f"[estimate] {msg}", file=sys.stderr, flush=True))
 
     @property
@@ -501,7 +504,9 @@ class Prober:
         key = self.key(rule, p)
         if key in self.cache:
             return self.cache[key]
-        # where this shape cannot be measured now, a record of its earlier shape answers (Probe.fallback_json)
+        # where this shape cannot be measured now, or not yet, a record of its earlier shape answers (Probe.fallback_json)
+        if self.older_first and self.older(rule, p) is not None:
+            return self.older(rule, p)
         if key in self.failed:
             return self.older(rule, p) or self.failed[key]
         if not self.probe:
@@ -538,7 +543,8 @@ class Prober:
 
     def cached(self, rule: str, p: Probe) -> bool:
         """Whether :meth:`get` answers ``p`` from the cache: its own record, or without probing its fallback shape's."""
-        return self.key(rule, p) in self.cache or (not self.probe and self.older(rule, p) is not None)
+        return self.key(rule, p) in self.cache or (
+            (not self.probe or self.older_first) and self.older(rule, p) is not None)
 
     def _measure(self, p: Probe, flops_per_step: float | None) -> dict:
         import torch
@@ -1077,12 +1083,18 @@ def with_eval(rec: dict) -> float | None:
 def first_round(nodes: list[Node], prober: "Prober") -> None:
     """The estimate's first round of probes (:func:`estimate`): what gives each job a time, the smallest and the
     largest group of each of its model families (:func:`probe_parts` with a limit of 2), job by job in the DAG's
-    order. (Ordering the jobs by the probes or the FLOPs they need was tried on a CPU, 2026-12-02: at the same probing
-    time it timed as many jobs or fewer, the FLOPs of a step saying little of a probe's wall time; docs/estimate.md.)"""
+    order; a group whose probe's earlier shape is cached (``Probe.fallback_json``) takes that record in this round and
+    is measured in the second. (Ordering the jobs by the probes or the FLOPs they need was tried on a CPU, 2026-12-02:
+    at the same probing time it timed as many jobs or fewer, the FLOPs of a step saying little of a probe's wall time;
+    docs/estimate.md.)"""
     first = min(2, prober.max_parts or 2)
-    for node in nodes:
-        if node.cost is not None and node.cost.parts:
-            probe_parts(node.rule, node.cost.parts, prober, limit=first)
+    prober.older_first = True  # a probe whose earlier shape is cached is measured in the second round, not here
+    try:
+        for node in nodes:
+            if node.cost is not None and node.cost.parts:
+                probe_parts(node.rule, node.cost.parts, prober, limit=first)
+    finally:
+        prober.older_first = False
 
 
 def schedule(nodes: list[Node]) -> dict:
