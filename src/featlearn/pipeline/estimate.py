@@ -505,8 +505,8 @@ class Prober:
         if key in self.cache:
             return self.cache[key]
         # where this shape cannot be measured now, or not yet, a record of its earlier shape answers (Probe.fallback_json)
-        if self.older_first and self.older(rule, p) is not None:
-            return self.older(rule, p)
+        if self.older_first and (older := self.older(rule, p)) is not None:
+            return older
         if key in self.failed:
             return self.older(rule, p) or self.failed[key]
         if not self.probe:
