@@ -1392,6 +1392,96 @@ def test_probing_goes_breadth_first_and_stops_at_its_budget(tmp_path, monkeypatc
     assert "6 of 10 parts interpolated from 4 probes" in a.source
 
 
+def test_another_devices_records_scaled_stand_in_for_probes_not_measured(tmp_path, monkeypatch):
+    """--scale-from: two sweep jobs of 10 groups each, cached on device A (the CPU at 1 thread); device B (the same CPU
+    keyed at 2 threads) runs every step in planted twice A's time. With a budget of 3 probes, B measures the
+    calibration (the fastest, slowest and a middle step of A's, before any job's first round), and A's records
+    times the ratio (exactly 2) stand in for the rest: every job gets B's exact time, each record says whose it
+    is, and the stand-ins are not cached under B. A kind B never measured takes the ratio of every kind's probes."""
+    clock = [0.0]
+    calls = []
+
+    def fake(factor, kind="sweep"):
+        def run(shape, dim, device, steps, warmup):
+            calls.append((shape["job"], shape["n_probe"]))
+            clock[0] += 10.0
+            return {"seconds_per_step": factor * (0.01 + 1e-10 * shape["flops"])}
+        return run
+
+    def parts_of(job, flops, kind="sweep"):
+        return [E.Part(E.probe(kind, {"arch": "transformer", "model": "m", "task": "t", "job": job, "n_probe": i,
+                                      "flops": flops * (i + 1), "runs": 4}, "runs"),
+                       steps=10, runs=4, flops_per_step=flops * (i + 1)) for i in range(10)]
+
+    jobs = {"a": parts_of("a", 2e8), "b": parts_of("b", 1e8), "c": parts_of("c", 1e8, kind="table1")}
+    monkeypatch.setattr(E, "cost_model", lambda node: lambda node, results: E.Cost(parts=jobs[node.settings["grid"]]))
+    monkeypatch.setattr(E.Prober, "startup", lambda self: 0.0)
+    cache = tmp_path / "c.json"
+
+    def prober(threads, factor, budget=None, scale_from=None):
+        p = E.Prober("cpu", cache, probes={"sweep": fake(factor), "table1": fake(factor)}, max_parts=4, budget=budget,
+                     threads=threads, scale_from=scale_from, log=lambda m: None)
+        p.clock = lambda: clock[0]
+        p.steps = 30
+        return p
+
+    def nodes(grids=("a", "b")):
+        return [_node("templates_sweep", {"grid": g}) for g in grids]
+
+    def exact(job, factor):
+        return pytest.approx(sum(10 * factor * (0.01 + 1e-10 * p.flops_per_step) for p in jobs[job]))
+
+    E.estimate(nodes(("a", "b", "c")), prober(1, 1.0), {"scale": "paper"}, str(tmp_path / "results"))
+    a_label = E.device_name("cpu", 1)
+    on_a = len(json.loads(cache.read_text()))
+    calls.clear()
+    b = prober(2, 2.0, budget=25.0, scale_from=a_label)
+    timed = E.estimate(nodes(("a", "b")), b, {"scale": "paper"}, str(tmp_path / "results"))
+    # the calibration: of job b's smallest step and job a's largest and a middle one (A's step times, sorted)
+    assert len(calls) == 3 and ("b", 0) in calls and ("a", 9) in calls and b.skipped > 0
+    for node, job in zip(timed, ("a", "b")):
+        assert node.seconds == exact(job, 2.0)
+    recs = [r for n in timed for r in n.per_step if r and r.get("scaled_from")]
+    assert recs and all(r["ratio"] == pytest.approx(2.0) and a_label in r["note"] for r in recs)
+    assert len(json.loads(cache.read_text())) == on_a + 3  # the calibration cached; the stand-ins not
+    assert b.ratio_check() == {"sweep": (pytest.approx(2.0), 3, pytest.approx(0.0), pytest.approx(0.0))}
+    line = E.scaled_line(timed, {"scale_from": a_label, "foreign_torch": b.torch, "ratios": b.ratio_check()})
+    assert "`sweep` 2 (3 probes, leave-one-out error median 0%, largest 0%)" in line
+    # a kind that B never measured (budget spent): the ratio of every kind's probes measured on both
+    c = prober(2, 2.0, budget=0.0, scale_from=a_label)
+    (job_c,) = E.estimate(nodes(("c",)), c, {"scale": "paper"}, str(tmp_path / "results"))
+    assert job_c.seconds is None  # no pair of any kind among this estimate's probes yet: nothing to scale by
+    c = prober(2, 2.0, budget=0.0, scale_from=a_label)
+    _, job_c = E.estimate(nodes(("a", "c")), c, {"scale": "paper"}, str(tmp_path / "results"))
+    assert job_c.seconds == exact("c", 2.0)
+    assert all("2 probes of every kind" in r["note"] for r in job_c.per_step if r and r.get("scaled_from"))
+
+
+def test_the_ratio_between_devices_is_a_median_checked_leave_one_out(tmp_path):
+    """Prober.ratio is the median of a kind's own / foreign times, and ratio_check predicts each pair from the
+    others' median: pairs 1, 2 and 3 give 2, and errors 1.5, 0 and 0.5 (median 0.5, largest 1.5)."""
+    p = E.Prober("cpu", tmp_path / "c.json", probe=False)
+    p.pairs = {"sweep": {"k1": 1.0, "k2": 2.0, "k3": 3.0}, "lm": {"k4": 4.0}}
+    assert p.ratio("sweep") == (2.0, 3, "`sweep`") and p.ratio("features") == (2.5, 4, "every kind")
+    assert p.ratio_check() == {"lm": (4.0, 1, None, None), "sweep": (2.0, 3, 0.5, 1.5)}
+
+
+def test_scale_from_names_a_device_of_the_cache_and_of_the_same_class(tmp_path):
+    """--scale-from with a device the cache lacks, or a GPU's records for a CPU estimate, stops naming why; the
+    device itself under the same torch scales nothing."""
+    own = E.Prober("cpu", tmp_path / "c.json", probes={"sweep": lambda *a: {"seconds_per_step": 1.0}})
+    own.get("r", E.probe("sweep", {"runs": 1}, "runs"))
+    cache = json.loads((tmp_path / "c.json").read_text())
+    gpu = {k.replace(E.device_name("cpu", 1), "NVIDIA H200"): v for k, v in cache.items()}
+    (tmp_path / "c.json").write_text(json.dumps({**cache, **gpu}))
+    with pytest.raises(ValueError, match="no probe in .* was measured on it; its devices: .*NVIDIA H200"):
+        E.Prober("cpu", tmp_path / "c.json", scale_from="NVIDIA H100 80GB HBM3")
+    with pytest.raises(ValueError, match="a CPU estimate scales the records of another CPU only"):
+        E.Prober("cpu", tmp_path / "c.json", scale_from="NVIDIA H200")
+    same = E.Prober("cpu", tmp_path / "c.json", scale_from=E.device_name("cpu", 1), log=lambda m: None)
+    assert same.scale_from is None
+
+
 def test_the_limits_file_sizes_the_memory_of_a_job_that_got_no_time():
     """resources_table: a job with a time gets runtime and memory; one whose probe is missing still gets the memory
     its cost model gives (mem_mb = 1,000 MB + 2 x the peak formula, gpu_mem_mb = 800 MB + 2 x it), with no runtime and

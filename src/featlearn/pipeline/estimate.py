@@ -71,6 +71,11 @@ MAX_PROBE_STEPS = 500
 PROBE_VERSION = 1
 # Distinct probes measured per job by default; the rest of a larger job are interpolated (probe_parts).
 MAX_PROBES_PER_JOB = 6
+# --scale-from: probes of each kind measured on both devices before another device's records are scaled (the fastest,
+# the slowest and a middle step there: the ratio is their median), and the longest such a probe may have taken
+# there, so that the calibration costs seconds of the estimate's budget, not minutes [D].
+CALIBRATION_PROBES = 3
+CALIBRATION_MAX_PROBE_SECONDS = 30.0
 
 
 # --------------------------------------------------------------------------------------- the job graph
@@ -433,7 +438,8 @@ class Prober:
 
     def __init__(self, device: str, cache: str | os.PathLike, steps: int = 3, warmup: int = 1, probe: bool = True,
                  max_seconds: float = MAX_PROBE_STEP_SECONDS, probes: dict | None = None, log=None, threads: int | None = None,
-                 max_parts: int = 0, label: str | None = None, budget: float | None = None):
+                 max_parts: int = 0, label: str | None = None, budget: float | None = None,
+                 scale_from: str | None = None):
         import torch
 
         self.device, self.cache_path = device, Path(cache)
@@ -458,6 +464,20 @@ class Prober:
         # first, the probes of the new shapes after; Probe.fallback_json)
         self.older_first = False
         self.log = log or (lambda msg: print(f"[estimate] {msg}", file=sys.stderr, flush=True))
+        # another device's records, scaled by the ratio of this device's times to its own (scale_from: its name as
+        # the cache keys it; scaled)
+        self.scale_from, self.foreign_torch = None, None
+        self.pairs: dict[str, dict[str, float]] = {}  # probe kind -> {this device's key: own / foreign time}
+        if scale_from is not None:
+            self.foreign_torch = foreign_torch(self.cache, scale_from, self.torch, cache)
+            if scale_from.endswith(" threads") != self.on_cpu:
+                raise ValueError(f"--scale-from {scale_from!r}: a {'CPU' if self.on_cpu else 'GPU'} estimate scales "
+                                 f"the records of another {'CPU' if self.on_cpu else 'GPU'} only (the step of a small "
+                                 "model is bound by launches on one and by arithmetic on the other)")
+            if scale_from == self.device_key(self.threads or 1) and self.foreign_torch == self.torch:
+                self.log(f"--scale-from {scale_from!r} is this device under this torch: its records are its own")
+            else:
+                self.scale_from = scale_from
 
     @property
     def on_cpu(self) -> bool:
@@ -473,7 +493,10 @@ class Prober:
         return self.label if self._exact else f"{self.label}, {threads} threads"
 
     def key(self, rule: str, p: Probe) -> str:
-        key = {"device": self.device_key(self.threads or p.threads), "torch": self.torch, "rule": rule,
+        return self._key(rule, p, self.device_key(self.threads or p.threads), self.torch)
+
+    def _key(self, rule: str, p: Probe, device: str, torch_version: str) -> str:
+        key = {"device": device, "torch": torch_version, "rule": rule,
                "kind": p.kind, "shape": p.shape, "version": PROBE_VERSION}
         arithmetic = self.arithmetic(p)
         if arithmetic != "fp32":  # (fp32 probes keep the keys they were cached under before the setting existed)
@@ -503,20 +526,22 @@ class Prober:
     def get(self, rule: str, p: Probe, flops_per_step: float | None = None) -> dict | None:
         key = self.key(rule, p)
         if key in self.cache:
+            self._pair(rule, p, key)
             return self.cache[key]
-        # where this shape cannot be measured now, or not yet, a record of its earlier shape answers (Probe.fallback_json)
-        if self.older_first and (older := self.older(rule, p)) is not None:
-            return older
+        # where this shape cannot be measured now, or not yet, a stand-in answers: a record of its earlier shape
+        # (Probe.fallback_json), or another device's record scaled (scale_from)
+        if self.older_first and (stand_in := self.stand_in(rule, p)) is not None:
+            return stand_in
         if key in self.failed:
-            return self.older(rule, p) or self.failed[key]
+            return self.stand_in(rule, p) or self.failed[key]
         if not self.probe:
-            return self.older(rule, p)
+            return self.stand_in(rule, p)
         if self.budget is not None and self.spent >= self.budget:
             if not self.skipped:
                 self.log(f"probe budget of {self.budget:g} s spent: no more probes start (--probe-budget)")
             self.skipped += 1
-            return self.older(rule, p) or {"error": f"probe budget spent (--probe-budget {self.budget:g} s)",
-                                           "budget_spent": True}
+            return self.stand_in(rule, p) or {"error": f"probe budget spent (--probe-budget {self.budget:g} s)",
+                                              "budget_spent": True}
         t0 = self.clock()
         try:
             rec = self._measure(p, flops_per_step)
@@ -524,12 +549,108 @@ class Prober:
             self.spent += self.clock() - t0
         if "error" in rec:  # reported, not cached: the next run tries again (this one does not: the first round
             self.failed[key] = rec  # and the second ask for the same probes)
-            return self.older(rule, p) or rec
+            return self.stand_in(rule, p) or rec
         rec["measured_utc"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
         self.cache[key] = rec
         self.measured += 1
         self._save()
+        self._pair(rule, p, key)
         return rec
+
+    def stand_in(self, rule: str, p: Probe) -> dict | None:
+        """What answers for ``p`` without measuring it: its earlier shape's record on this device (:meth:`older`),
+        else another device's record scaled (:meth:`scaled`); None without either."""
+        return self.older(rule, p) or self.scaled(rule, p)
+
+    # ------------------------------------------------------------------ another device's records, scaled
+
+    def foreign_key(self, rule: str, p: Probe) -> str:
+        """``p``'s key as the device ``scale_from`` cached it (under the torch most of its records were measured with)."""
+        return self._key(rule, p, self.scale_from, self.foreign_torch)
+
+    def foreign(self, rule: str, p: Probe, fallback: bool = True) -> tuple[dict, bool] | None:
+        """The ``scale_from`` device's record of ``p`` (or, with ``fallback``, of its earlier shape), with whether it
+        is the earlier shape's; None without one."""
+        if self.scale_from is None:
+            return None
+        for shape_json, older in ((p.shape_json, False), (p.fallback_json if fallback else "", True)):
+            if shape_json:
+                rec = self.cache.get(self.foreign_key(rule, dataclasses.replace(p, shape_json=shape_json,
+                                                                                fallback_json="")))
+                if rec is not None and (with_eval(rec) or 0.0) > 0.0:
+                    return rec, older
+        return None
+
+    def _pair(self, rule: str, p: Probe, key: str) -> None:
+        """Note this device's record of ``p`` against ``scale_from``'s record of the same shape, where it has one."""
+        own, theirs = self.cache.get(key), self.foreign(rule, p, fallback=False)
+        if theirs is not None and own is not None and with_eval(own):
+            self.pairs.setdefault(p.kind, {})[key] = with_eval(own) / with_eval(theirs[0])
+
+    def ratio(self, kind: str) -> tuple[float, int, str] | None:
+        """(this device's time / ``scale_from``'s, the probes it is the median of, of which kinds): the median
+        over the probes of ``kind`` that both measured, else over every kind's (None before any)."""
+        own = list(self.pairs.get(kind, {}).values())
+        pooled = own or [r for rs in self.pairs.values() for r in rs.values()]
+        if not pooled:
+            return None
+        return statistics.median(pooled), len(pooled), f"`{kind}`" if own else "every kind"
+
+    def scaled(self, rule: str, p: Probe) -> dict | None:
+        """``scale_from``'s record of ``p`` (or of its earlier shape) with its times multiplied by :meth:`ratio`,
+        noted as such; None without a record or a ratio. Not cached: a later estimate measures the probe here."""
+        found = self.foreign(rule, p)
+        ratio = self.ratio(p.kind) if found is not None else None
+        if ratio is None:
+            return None
+        (rec, older), (factor, n, scope) = found, ratio
+        out = {k: v for k, v in rec.items() if k not in ("measured_utc", "load_average", "probe_seconds", "note", "cpus")}
+        for k in ("seconds_per_step", "seconds_per_eval"):
+            if k in rec:
+                out[k] = rec[k] * factor
+        gained = sorted(set(json.loads(p.shape_json)) - set(json.loads(p.fallback_json or "{}"))) if older else []
+        out.update(scaled_from=self.scale_from, ratio=factor, note=(
+            f"{self.scale_from}'s record{' of the shape without ' + ', '.join(gained) if gained else ''} x {factor:.3g}, "
+            f"this device's time over its: the median of {n} probes of {scope} that both measured"))
+        return out
+
+    def calibrate(self, wanted: list[tuple[str, Probe]]) -> None:
+        """Measure, for each probe kind among ``wanted`` ((rule, probe) pairs), up to :data:`CALIBRATION_PROBES`
+        probes that ``scale_from`` also measured, so that :meth:`ratio` has pairs before any stand-in is scaled: the
+        kind's fastest, slowest and middle step there among those whose probe took at most
+        :data:`CALIBRATION_MAX_PROBE_SECONDS` there; this device's cached records of the same probes count first."""
+        if self.scale_from is None:
+            return
+        by_kind: dict[str, dict[str, tuple[str, Probe, dict]]] = {}
+        for rule, p in wanted:
+            theirs = self.foreign(rule, p, fallback=False)
+            if theirs is not None:
+                by_kind.setdefault(p.kind, {})[self.key(rule, p)] = (rule, p, theirs[0])
+        for kind, cands in by_kind.items():
+            for key, (rule, p, _) in cands.items():
+                if key in self.cache:
+                    self._pair(rule, p, key)
+            need = CALIBRATION_PROBES - len(self.pairs.get(kind, {}))
+            fresh = sorted((c for k, c in cands.items() if k not in self.cache and k not in self.failed
+                            and _probe_seconds(c[2]) <= CALIBRATION_MAX_PROBE_SECONDS), key=lambda c: with_eval(c[2]))
+            if need <= 0 or not fresh:
+                continue
+            picks = list(dict.fromkeys([0, len(fresh) - 1, len(fresh) // 2] + list(range(len(fresh)))))[:need]
+            for i in picks:
+                rule, p, _ = fresh[i]
+                self.get(rule, p)
+
+    def ratio_check(self) -> dict[str, tuple[float, int, float | None, float | None]]:
+        """Per kind: (ratio, pairs, median and largest leave-one-out error): each pair's own time against its foreign
+        time times the median of the kind's other pairs (None with fewer than two pairs)."""
+        out = {}
+        for kind, rs in sorted(self.pairs.items()):
+            vals = list(rs.values())
+            errs = [abs(statistics.median(vals[:i] + vals[i + 1:]) / v - 1.0) for i, v in enumerate(vals)] \
+                if len(vals) > 1 else []
+            out[kind] = (statistics.median(vals), len(vals), statistics.median(errs) if errs else None,
+                         max(errs) if errs else None)
+        return out
 
     def older(self, rule: str, p: Probe) -> dict | None:
         """The cached record of ``p``'s fallback shape (``Probe.fallback_json``), noted as such; None without one."""
@@ -542,9 +663,9 @@ class Prober:
         return {**rec, "note": f"a record of the probe's shape without {', '.join(gained)} (cached before it)"}
 
     def cached(self, rule: str, p: Probe) -> bool:
-        """Whether :meth:`get` answers ``p`` from the cache: its own record, or without probing its fallback shape's."""
+        """Whether :meth:`get` answers ``p`` from the cache: its own record, or without probing a stand-in."""
         return self.key(rule, p) in self.cache or (
-            (not self.probe or self.older_first) and self.older(rule, p) is not None)
+            (not self.probe or self.older_first) and self.stand_in(rule, p) is not None)
 
     def _measure(self, p: Probe, flops_per_step: float | None) -> dict:
         import torch
@@ -617,6 +738,26 @@ class Prober:
 
 
 # --------------------------------------------------------------------------------------- schedule
+
+
+def foreign_torch(cache: dict, label: str, own_torch: str, where: str | os.PathLike = "the cache") -> str:
+    """The torch version most of the cache's records of the device ``label`` (its name as the keys spell it) were
+    measured with, another than ``own_torch`` where it has one; ValueError naming the cache's devices if none."""
+    keys = [json.loads(k) for k in cache]
+    mine = [k.get("torch") for k in keys if k.get("device") == label]
+    if not mine:
+        devices = sorted({str(k.get("device")) for k in keys if k.get("device")})
+        raise ValueError(f"--scale-from {label!r}: no probe in {where} was measured on it; its devices: "
+                         f"{', '.join(devices) or 'none'}")
+    other = [t for t in mine if t != own_torch]
+    return collections.Counter(other or mine).most_common(1)[0][0]
+
+
+def _probe_seconds(rec: dict) -> float:
+    """Wall seconds a cached probe took (its record's, else its timed and warm-up steps)."""
+    if "probe_seconds" in rec:
+        return rec["probe_seconds"]
+    return (rec.get("steps", 3) + rec.get("warmup", 1)) * (with_eval(rec) or 0.0)
 
 
 def critical_path(times: dict[str, float], deps: dict[str, list[str]]) -> tuple[float, list[str]]:
@@ -832,6 +973,10 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
                     part.probe = dataclasses.replace(part.probe, precision=node.precision)
         except Exception as exc:
             node.why = f"cost model failed: {type(exc).__name__}: {exc}"
+    # with --scale-from, a few probes of each kind that the other device measured come first (or this device's
+    # cached records of them): the ratio that scales its records, which then stand in for probes not measured here
+    prober.calibrate([(node.rule, part.probe) for node in nodes if node.cost is not None
+                      for part in node.cost.parts if part.probe is not None])
     if prober.probe:
         first_round(nodes, prober)
     for node in nodes:
@@ -1164,6 +1309,19 @@ def _per_step(node: Node) -> str:
     return text + ("" if len(vals) == len(recs) else f" ({len(recs) - len(vals)} missing)")
 
 
+def scaled_line(nodes: list[Node], meta: dict) -> str:
+    """The report's line on the records of another device that stood in for probes not measured (--scale-from)."""
+    used = sum(1 for n in nodes for r in n.per_step if r and r.get("scaled_from"))
+    kinds = "; ".join(
+        f"`{kind}` {ratio:.3g} ({n} probes" + (f", leave-one-out error median {med:.0%}, largest {big:.0%})"
+                                               if med is not None else ")")
+        for kind, (ratio, n, med, big) in meta["ratios"].items())
+    return (f"- another device's records (--scale-from {meta['scale_from']}, torch {meta['foreign_torch']}): {used} "
+            "parts not measured here take its record of the same probe times the median of this device's time over "
+            "its, per probe kind, of the probes both measured: " + (kinds or "none measured on both, so none scaled")
+            + " (docs/estimate.md, \"Another device's records\")")
+
+
 def report(nodes: list[Node], sched: dict, meta: dict) -> str:
     """The Markdown of results/estimate.md."""
     lines = [
@@ -1189,7 +1347,8 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
         f"- load average (1 min) when the probes were taken: {meta['load']} on {meta['cpus']} CPUs (other work on the "
         "machine makes the probed times longer)",
     ] + (["- datasets absent offline are counted (--assume-online): their jobs are sized by the datasets' documented "
-          "sizes (each job's note says so)"] if meta.get("assume_online") else []) + [
+          "sizes (each job's note says so)"] if meta.get("assume_online") else []) + (
+        [scaled_line(nodes, meta)] if meta.get("scale_from") else []) + [
         "",
         "Method (details, units and what is left out: docs/estimate.md): runs and steps from the job's settings "
         "and the training code; FLOPs and memory from the formula in each section (float32 unless stated); "
@@ -1287,11 +1446,12 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
                  probing: bool, results: str = "results", config_dir: str = "config", max_seconds: float = MAX_PROBE_STEP_SECONDS,
                  threads: int | None = None, resources_out: str | None = None, max_parts: int = 0,
                  online: bool = False, cached_device: str | None = None, figures: list[str] | None = None,
-                 probe_budget: float | None = None) -> dict:
+                 probe_budget: float | None = None, scale_from: str | None = None) -> dict:
     """Build the DAG of the merged config, estimate every job, write the Markdown to ``out`` and, with
     ``resources_out``, the jobs' scheduler limits (:func:`resources_table`); returns the summary. ``online``: count
     the jobs of datasets that are absent offline too (:func:`assume_online`); ``figures``: only the jobs of these
-    figure rules (:func:`build_dag`); ``probe_budget``: seconds of probing in all (:class:`Prober`)."""
+    figure rules (:func:`build_dag`); ``probe_budget``: seconds of probing in all; ``scale_from``: another device
+    whose cached records, scaled, stand in for the probes not measured here (:class:`Prober`)."""
     import torch
 
     from featlearn.io import write_text
@@ -1299,7 +1459,7 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
     config = merged_config(configfiles, config_dir)
     nodes = build_dag(config, results, online, figures)
     prober = Prober(device, cache, probe_steps, probe_warmup, probing, max_seconds, threads=threads, max_parts=max_parts,
-                    label=cached_device, budget=probe_budget)
+                    label=cached_device, budget=probe_budget, scale_from=scale_from)
     own_threads = torch.get_num_threads()
     estimate(nodes, prober, config, results, evidence=Path(config_dir).parent / EVIDENCE_DIR, config_dir=config_dir,
              reference=Path(config_dir).parent / REFERENCE_FILE)
@@ -1317,7 +1477,8 @@ def run_estimate(configfiles: list[str], out: str, cache: str, device: str, prob
             "startup": prober.startup(),
             "load": f"{min(loads):.1f}–{max(loads):.1f}" if loads else "not recorded",
             "threads": f"{prober.threads} (--threads)" if prober.threads else "each job's declared threads",
-            "assume_online": online, "cpus": "/".join(map(str, cpus)) or str(os.cpu_count()), "figures": figures}
+            "assume_online": online, "cpus": "/".join(map(str, cpus)) or str(os.cpu_count()), "figures": figures,
+            "scale_from": prober.scale_from, "foreign_torch": prober.foreign_torch, "ratios": prober.ratio_check()}
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     write_text(out, report(nodes, sched, meta))
     if resources_out:
@@ -1341,7 +1502,7 @@ def register(sub) -> None:
                            results=args.results, config_dir=args.config_dir, max_seconds=args.max_probe_seconds,
                            threads=args.threads, resources_out=resources_out or None, max_parts=args.max_probes_per_job,
                            online=args.assume_online, cached_device=args.cached_device, figures=args.figure,
-                           probe_budget=args.probe_budget)
+                           probe_budget=args.probe_budget, scale_from=args.scale_from)
         print(f"estimate: {res['jobs']} jobs, total {duration(res['total'])}, critical path {duration(res['critical'])}, "
               + ", ".join(f"{g} GPU{'s' if g > 1 else ''} {duration(res['makespan'][g])}" for g in GPU_COUNTS)
               + (f"; {len(res['unknown'])} jobs without a time" if res["unknown"] else "")
@@ -1375,6 +1536,10 @@ def register(sub) -> None:
     p.add_argument("--cached-device", default=None, metavar="NAME",
                    help="the estimate of the device NAME (as the cache names it, e.g. 'NVIDIA H200') from its probes in "
                         "--cache, on any machine: implies --no-probe; of this machine's benchmark files only CPU jobs' are used")
+    p.add_argument("--scale-from", default=None, metavar="NAME",
+                   help="another device in --cache (as the cache names it, e.g. 'NVIDIA H200', or 'AMD EPYC CPU, 1 "
+                        "threads'): a probe not measured here (budget spent, or not yet) takes its record times the "
+                        "ratio of this device's times to its, measured first on a few probes of each kind")
     p.add_argument("--resources-out", default=None,
                    help="per-job runtime and mem_mb from the estimate, which the workflow's resources then use "
                         f"(default <--results>/{ESTIMATE_RESOURCES}, where the workflow of that results folder reads "
