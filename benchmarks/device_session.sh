@@ -4,7 +4,8 @@
 # and the tests below do not need it; no data: the estimate sizes absent datasets by their documented sizes):
 #
 #   COMMIT=$(git rev-parse --short HEAD) bash benchmarks/device_session.sh
-#   SESSION_CACHE=benchmarks/device/h200-2026-11-28/probes.json ...   # start from an earlier run's probes
+#   SESSION_CACHE=benchmarks/device/h200-2026-11-28/probes.json ...   # start from an earlier run's probes (on
+#   another card, or under another torch, its records scaled stand in for probes not measured: --scale-from)
 #
 # Steps, each under `timeout` and within SESSION_BUDGET seconds (default 470; the reports get 100 s more) in all, a later step getting what
 # the earlier ones left:
@@ -63,9 +64,23 @@ run_step() {
     pack
 }
 
+# on a GPU, the GPU the started-from cache holds (the committed H200's) stands in for the probes this card has not
+# measured, its records scaled by the ratio of this card's times to its, measured first on a few probes of each kind
+# (--scale-from; nothing changes on that GPU under the same torch): on a card the cache has not seen, every job a
+# time after the calibration, not after some 200 probes
+SCALE=()
+if [[ $DEVICE == cuda* && -s $CACHE ]]; then
+    FROM=$(python3 -c 'import collections, json, sys
+devices = collections.Counter(json.loads(k).get("device", "") for k in json.load(open(sys.argv[1])))
+print(next((d for d, _ in devices.most_common() if d and not d.endswith(" threads")), ""))' "$CACHE")
+    if [[ -n $FROM ]]; then
+        SCALE=(--scale-from "$FROM")
+    fi
+fi
+
 # the estimate: its probes cached in one file, its report as --out names it
 ESTIMATE=(python3 -m featlearn estimate --device "$DEVICE" --assume-online --cache "$CACHE" --results "$WORK/results"
-    --resources-out '')
+    --resources-out '' "${SCALE[@]}")
 
 # 1. the machine
 run_step machine 30 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python3 -c \

@@ -28,21 +28,28 @@ sys.path.insert(0, str(ROOT / "src"))
 
 
 def plan(cache: dict, device_name: str, configfiles: list[str], max_parts: int, results: str,
-         figures: list[str] | None = None) -> dict:
+         figures: list[str] | None = None, scale_from: str | None = None, torch_version: str | None = None) -> dict:
     """{"measure": {kind: count}, "seconds": {kind: (count x the median, count x the longest cached probe of the
-    kind)}, "keys": [cache keys of the probes to measure], "untimed": [labels of jobs left without a time]} of the
-    estimate of ``configfiles`` on ``device_name``
-    with ``cache`` (``figures``: only the jobs of these figure rules)."""
+    kind)}, "keys": [cache keys of the probes to measure], "untimed": [labels of jobs left without a time],
+    "first": probes measured before every job has a time (the calibration of ``scale_from`` and the first round)}
+    of the estimate of ``configfiles`` on ``device_name`` with ``cache`` (``figures``: only the jobs of these figure
+    rules; ``scale_from``: another device of the cache whose records stand in, ``--scale-from``; ``torch_version``:
+    the device's, where the cache holds none of its probes)."""
     import featlearn.pipeline.estimate as E
     from featlearn.pipeline.reference import REFERENCE_FILE
     from featlearn.pipeline.workflow import merged_config
 
     torch_versions = {json.loads(k)["torch"] for k in cache if json.loads(k).get("device") == device_name}
+    if torch_version is not None:
+        torch_versions = {torch_version}
+    elif not torch_versions and scale_from is not None:  # a device the cache has not seen: under the other's torch
+        torch_versions = {E.foreign_torch(cache, scale_from, "")}
     if len(torch_versions) != 1:
         raise SystemExit(f"the cache holds probes of {device_name!r} under {len(torch_versions)} torch versions; "
-                         "one is needed")
+                         "one is needed (--torch)")
     wanted: collections.Counter = collections.Counter()
     keys: list[str] = []
+    first = [0]
 
     class Planned(E.Prober):
         def device_key(self, threads: int) -> str:
@@ -70,16 +77,28 @@ def plan(cache: dict, device_name: str, configfiles: list[str], max_parts: int, 
         # keyed as the device keys its probes (E.Prober's reading of another machine's cache under its name): no CPU
         # probe method in the keys, an `auto` job's arithmetic the GPU's (bf16), its jobs' groups one at a time
         prober.label, prober._exact = device_name, True
-        E.estimate(nodes, prober, config, results, evidence=ROOT / "evidence" / "paper", config_dir=str(ROOT / "config"),
-                   reference=ROOT / REFERENCE_FILE)
+        if scale_from is not None:
+            prober.scale_from, prober.foreign_torch = scale_from, E.foreign_torch(cache, scale_from, prober.torch)
+        first_round = E.first_round
+
+        def counted(nodes, prober):  # the probes measured by the time every job has a time
+            first_round(nodes, prober)
+            first[0] = sum(wanted.values())
+
+        E.first_round = counted
+        try:
+            E.estimate(nodes, prober, config, results, evidence=ROOT / "evidence" / "paper",
+                       config_dir=str(ROOT / "config"), reference=ROOT / REFERENCE_FILE)
+        finally:
+            E.first_round = first_round
     per_kind = collections.defaultdict(list)
     for k, v in cache.items():
-        if json.loads(k).get("device") == device_name and "probe_seconds" in v:
+        if json.loads(k).get("device") in (device_name, scale_from) and "probe_seconds" in v:
             per_kind[json.loads(k)["kind"]].append(v["probe_seconds"])
     seconds = {kind: (n * statistics.median(per_kind[kind]), n * max(per_kind[kind])) if per_kind.get(kind) else None
                for kind, n in wanted.items()}
     return {"measure": dict(wanted), "seconds": seconds, "keys": list(dict.fromkeys(keys)),
-            "untimed": [n.label for n in nodes if n.seconds is None]}
+            "untimed": [n.label for n in nodes if n.seconds is None], "first": first[0]}
 
 
 def main(argv=None) -> int:
@@ -91,9 +110,14 @@ def main(argv=None) -> int:
     p.add_argument("--figure", nargs="+", default=None, metavar="RULE", help="only the jobs of these figure rules")
     p.add_argument("--results", default=str(Path(tempfile.gettempdir()) / "probe_plan_results"),
                    help="a results folder as the device has it (default: an empty one)")
+    p.add_argument("--scale-from", default=None, metavar="NAME",
+                   help="another device of the cache whose records stand in for probes not measured (the estimate's "
+                        "--scale-from), e.g. the H200's for an H100 the cache has not seen")
+    p.add_argument("--torch", default=None, help="the device's torch version (default: its records', else the other's)")
     args = p.parse_args(argv)
     cache = json.loads(Path(args.cache).read_text())
-    out = plan(cache, args.device_name, args.configfile, args.max_probes_per_job, args.results, args.figure)
+    out = plan(cache, args.device_name, args.configfile, args.max_probes_per_job, args.results, args.figure,
+               args.scale_from, args.torch)
     total = sum(out["measure"].values())
     known = [s for s in out["seconds"].values() if s is not None]
     print(f"{total} probes to measure on {args.device_name}: {sum(s[0] for s in known):.0f} s at the cache's median "
@@ -102,6 +126,7 @@ def main(argv=None) -> int:
     for kind, n in sorted(out["measure"].items(), key=lambda kv: -kv[1]):
         s = out["seconds"][kind]
         print(f"  {kind}: {n}" + (f", {s[0]:.0f}-{s[1]:.0f} s" if s is not None else ", no probe of this kind cached"))
+    print(f"of which measured before every job has a time (calibration and first round): {out['first']}")
     print(f"jobs left without a time once these are measured: {len(out['untimed'])}"
           + (f" ({', '.join(out['untimed'][:10])})" if out["untimed"] else ""))
     return 0

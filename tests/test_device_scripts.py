@@ -84,17 +84,19 @@ def test_dag_session_passes_the_run_to_snakemake_and_returns_results_without_kep
 def test_the_device_sessions_estimate_options_exist():
     """benchmarks/device_session.sh runs the estimate in steps a lent machine gives minutes to: an option the command
     does not know (a typo, a renamed flag) would lose a step there. Every option the script passes to it (its
-    ESTIMATE, PAPER and GRAPHS arrays and the lines that use them) is one of the command's."""
+    ESTIMATE, PAPER, GRAPHS and SCALE arrays and the lines that use them) is one of the command's."""
     import argparse
     import re
 
     from featlearn.pipeline import estimate
 
     text = (REPO / "benchmarks" / "device_session.sh").read_text()
-    lines = [m.replace("\n", " ") for m in re.findall(r"^(?:ESTIMATE|PAPER|GRAPHS)=\((.*?)\)", text, flags=re.S | re.M)]
+    lines = [m.replace("\n", " ") for m in re.findall(r"^\s*(?:ESTIMATE|PAPER|GRAPHS|SCALE)=\((.*?)\)", text,
+                                                        flags=re.S | re.M)]
     lines += [ln for ln in text.replace("\\\n", " ").splitlines() if '"${ESTIMATE[@]}"' in ln]
     used = {opt for ln in lines for opt in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", ln.split("#")[0])}
-    assert {"--probe-budget", "--max-probes-per-job", "--assume-online", "--no-probe", "--resources-out"} <= used
+    assert {"--probe-budget", "--max-probes-per-job", "--assume-online", "--no-probe", "--resources-out",
+            "--scale-from"} <= used
     parser = argparse.ArgumentParser()
     estimate.register(parser.add_subparsers())
     known = {s for a in parser._subparsers._group_actions[0].choices["estimate"]._actions for s in a.option_strings}

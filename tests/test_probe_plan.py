@@ -52,3 +52,23 @@ def test_an_auto_lm_is_planned_in_the_gpus_arithmetic(benchmark_script, tmp_path
     out = plan(dict([_entry()]), "NVIDIA H200", ["config/smoke.yaml"], 2, str(tmp_path / "results"), ["fig_scan_snap_7"])
     lm = [json.loads(k) for k in out["keys"] if json.loads(k)["kind"].startswith("lm:")]
     assert lm and all(k.get("precision") == "bf16" for k in lm)
+
+
+def test_on_a_card_the_cache_has_not_seen_another_cards_records_stand_in_after_a_calibration(benchmark_script, tmp_path):
+    """A cache holding every probe of these figures on the H200, planned for an H100 it has not seen: without
+    --scale-from every probe comes before every job has a time; with it, at most CALIBRATION_PROBES of each kind do
+    (the H200's records scaled stand in for the rest until they are measured), and the same probes are left to
+    measure in all."""
+    from featlearn.pipeline.estimate import CALIBRATION_PROBES
+
+    plan = benchmark_script("probe_plan").plan
+    results = str(tmp_path / "results")
+    figures = ["fig_templates_17", "fig_scan_snap_6"]  # (grid 17: 8 distinct probes at the smoke scale)
+    keys = plan(dict([_entry()]), "NVIDIA H200", ["config/smoke.yaml"], 2, results, figures)["keys"]
+    cache = {k: {"seconds_per_step": 1e-3, "probe_seconds": 1.0} for k in keys}
+    alone = plan(cache, "NVIDIA H100 80GB HBM3", ["config/smoke.yaml"], 2, results, figures, torch_version="2.11.0+cu130")
+    scaled = plan(cache, "NVIDIA H100 80GB HBM3", ["config/smoke.yaml"], 2, results, figures, scale_from="NVIDIA H200")
+    assert alone["untimed"] == [] and scaled["untimed"] == []
+    assert sum(scaled["measure"].values()) == sum(alone["measure"].values()) == len(keys)
+    assert alone["first"] > scaled["first"] and 0 < scaled["first"] <= CALIBRATION_PROBES * len(scaled["measure"])
+    assert all(json.loads(k)["torch"] == "2.11.0+cu130" for k in scaled["keys"])  # under the H200's torch

@@ -631,12 +631,8 @@ class Prober:
                 if key in self.cache:
                     self._pair(rule, p, key)
             need = CALIBRATION_PROBES - len(self.pairs.get(kind, {}))
-            fresh = sorted((c for k, c in cands.items() if k not in self.cache and k not in self.failed
-                            and _probe_seconds(c[2]) <= CALIBRATION_MAX_PROBE_SECONDS), key=lambda c: with_eval(c[2]))
-            if need <= 0 or not fresh:
-                continue
-            picks = list(dict.fromkeys([0, len(fresh) - 1, len(fresh) // 2] + list(range(len(fresh)))))[:need]
-            for i in picks:
+            fresh = [c for k, c in cands.items() if k not in self.cache and k not in self.failed]
+            for i in calibration_order([c[2] for c in fresh])[:max(0, need)]:
                 rule, p, _ = fresh[i]
                 self.get(rule, p)
 
@@ -751,6 +747,15 @@ def foreign_torch(cache: dict, label: str, own_torch: str, where: str | os.PathL
                          f"{', '.join(devices) or 'none'}")
     other = [t for t in mine if t != own_torch]
     return collections.Counter(other or mine).most_common(1)[0][0]
+
+
+def calibration_order(theirs: list[dict]) -> list[int]:
+    """The order in which a calibration (:meth:`Prober.calibrate`) measures probes that another device recorded as
+    ``theirs``: of those whose probe took at most :data:`CALIBRATION_MAX_PROBE_SECONDS` there, the fastest step,
+    the slowest and a middle one, then the rest from the fastest."""
+    ok = sorted((i for i, r in enumerate(theirs) if _probe_seconds(r) <= CALIBRATION_MAX_PROBE_SECONDS),
+                key=lambda i: with_eval(theirs[i]))
+    return [ok[j] for j in dict.fromkeys([0, len(ok) - 1, len(ok) // 2, *range(len(ok))])] if ok else []
 
 
 def _probe_seconds(rec: dict) -> float:
