@@ -31,7 +31,8 @@ def plan(cache: dict, device_name: str, configfiles: list[str], max_parts: int, 
          figures: list[str] | None = None, scale_from: str | None = None, torch_version: str | None = None) -> dict:
     """{"measure": {kind: count}, "seconds": {kind: (count x the median, count x the longest cached probe of the
     kind)}, "keys": [cache keys of the probes to measure], "untimed": [labels of jobs left without a time],
-    "first": probes measured before every job has a time (the calibration of ``scale_from`` and the first round)}
+    "first": probes measured before every job has a time (the calibration of ``scale_from`` and the first round),
+    "first_seconds": their "seconds"}
     of the estimate of ``configfiles`` on ``device_name`` with ``cache`` (``figures``: only the jobs of these figure
     rules; ``scale_from``: another device of the cache whose records stand in, ``--scale-from``; ``torch_version``:
     the device's, where the cache holds none of its probes)."""
@@ -49,7 +50,7 @@ def plan(cache: dict, device_name: str, configfiles: list[str], max_parts: int, 
                          "one is needed (--torch)")
     wanted: collections.Counter = collections.Counter()
     keys: list[str] = []
-    first = [0]
+    first: list = [0, {}]
 
     class Planned(E.Prober):
         def device_key(self, threads: int) -> str:
@@ -83,7 +84,7 @@ def plan(cache: dict, device_name: str, configfiles: list[str], max_parts: int, 
 
         def counted(nodes, prober):  # the probes measured by the time every job has a time
             first_round(nodes, prober)
-            first[0] = sum(wanted.values())
+            first[:] = [sum(wanted.values()), dict(wanted)]
 
         E.first_round = counted
         try:
@@ -95,10 +96,13 @@ def plan(cache: dict, device_name: str, configfiles: list[str], max_parts: int, 
     for k, v in cache.items():
         if json.loads(k).get("device") in (device_name, scale_from) and "probe_seconds" in v:
             per_kind[json.loads(k)["kind"]].append(v["probe_seconds"])
-    seconds = {kind: (n * statistics.median(per_kind[kind]), n * max(per_kind[kind])) if per_kind.get(kind) else None
-               for kind, n in wanted.items()}
-    return {"measure": dict(wanted), "seconds": seconds, "keys": list(dict.fromkeys(keys)),
-            "untimed": [n.label for n in nodes if n.seconds is None], "first": first[0]}
+    def timed(counts):
+        return {kind: (n * statistics.median(per_kind[kind]), n * max(per_kind[kind])) if per_kind.get(kind) else None
+                for kind, n in counts.items()}
+
+    return {"measure": dict(wanted), "seconds": timed(wanted), "keys": list(dict.fromkeys(keys)),
+            "untimed": [n.label for n in nodes if n.seconds is None], "first": first[0],
+            "first_seconds": timed(first[1])}
 
 
 def main(argv=None) -> int:
@@ -126,7 +130,9 @@ def main(argv=None) -> int:
     for kind, n in sorted(out["measure"].items(), key=lambda kv: -kv[1]):
         s = out["seconds"][kind]
         print(f"  {kind}: {n}" + (f", {s[0]:.0f}-{s[1]:.0f} s" if s is not None else ", no probe of this kind cached"))
-    print(f"of which measured before every job has a time (calibration and first round): {out['first']}")
+    early = [s for s in out["first_seconds"].values() if s is not None]
+    print(f"of which measured before every job has a time (calibration and first round): {out['first']}, "
+          f"{sum(s[0] for s in early):.0f}-{sum(s[1] for s in early):.0f} s")
     print(f"jobs left without a time once these are measured: {len(out['untimed'])}"
           + (f" ({', '.join(out['untimed'][:10])})" if out["untimed"] else ""))
     return 0
