@@ -1457,6 +1457,39 @@ def test_another_devices_records_scaled_stand_in_for_probes_not_measured(tmp_pat
     assert all("2 probes of every kind" in r["note"] for r in job_c.per_step if r and r.get("scaled_from"))
 
 
+def test_a_short_calibration_gives_every_kind_a_pair_before_any_kind_its_third(tmp_path, monkeypatch):
+    """Calibration in turns: two kinds cached on device A, probes of 10 planted seconds, a budget for two: B measures
+    one probe of each kind (its fastest on A), not two of the first kind, so both kinds scale by their own ratio."""
+    clock, calls = [0.0], []
+
+    def fake(factor):
+        def run(shape, dim, device, steps, warmup):
+            calls.append(shape["kind_"])
+            clock[0] += 10.0
+            return {"seconds_per_step": factor * 0.01 * (shape["i"] + 1)}
+        return run
+
+    parts = {g: [E.Part(E.probe(kind, {"kind_": kind, "i": i, "runs": 1}, "runs"), steps=10, runs=1)
+                 for i in range(4)] for g, kind in (("a", "sweep"), ("b", "table1"))}
+    monkeypatch.setattr(E, "cost_model", lambda node: lambda node, results: E.Cost(parts=parts[node.settings["grid"]]))
+    monkeypatch.setattr(E.Prober, "startup", lambda self: 0.0)
+    nodes = lambda: [_node("templates_sweep", {"grid": g}) for g in ("a", "b")]  # noqa: E731
+
+    def prober(threads, factors, **kw):
+        p = E.Prober("cpu", tmp_path / "c.json", probes={k: fake(f) for k, f in factors.items()}, threads=threads,
+                     log=lambda m: None, **kw)
+        p.clock, p.steps = (lambda: clock[0]), 60
+        return p
+
+    E.estimate(nodes(), prober(1, {"sweep": 1.0, "table1": 1.0}), {"scale": "paper"}, str(tmp_path / "r"))
+    calls.clear()
+    b = prober(2, {"sweep": 2.0, "table1": 3.0}, budget=15.0, scale_from=E.device_name("cpu", 1))
+    a, t = E.estimate(nodes(), b, {"scale": "paper"}, str(tmp_path / "r"))
+    assert calls == ["sweep", "table1"]
+    assert b.ratio("sweep")[0] == pytest.approx(2.0) and b.ratio("table1")[0] == pytest.approx(3.0)
+    assert a.seconds == pytest.approx(2.0 * 10 * 0.01 * 10) and t.seconds == pytest.approx(3.0 * 10 * 0.01 * 10)
+
+
 def test_the_ratio_between_devices_is_a_median_checked_leave_one_out(tmp_path):
     """Prober.ratio is the median of a kind's own / foreign times, and ratio_check predicts each pair from the
     others' median: pairs 1, 2 and 3 give 2, and errors 1.5, 0 and 0.5 (median 0.5, largest 1.5)."""

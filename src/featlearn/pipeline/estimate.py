@@ -618,7 +618,8 @@ class Prober:
         """Measure, for each probe kind among ``wanted`` ((rule, probe) pairs), up to :data:`CALIBRATION_PROBES`
         probes that ``scale_from`` also measured, so that :meth:`ratio` has pairs before any stand-in is scaled: the
         kind's fastest, slowest and middle step there among those whose probe took at most
-        :data:`CALIBRATION_MAX_PROBE_SECONDS` there; this device's cached records of the same probes count first."""
+        :data:`CALIBRATION_MAX_PROBE_SECONDS` there (:func:`calibration_order`), the kinds in turns; this device's
+        cached records of the same probes count first."""
         if self.scale_from is None:
             return
         by_kind: dict[str, dict[str, tuple[str, Probe, dict]]] = {}
@@ -626,15 +627,20 @@ class Prober:
             theirs = self.foreign(rule, p, fallback=False)
             if theirs is not None:
                 by_kind.setdefault(p.kind, {})[self.key(rule, p)] = (rule, p, theirs[0])
+        picks: dict[str, list[tuple[str, Probe]]] = {}
         for kind, cands in by_kind.items():
             for key, (rule, p, _) in cands.items():
                 if key in self.cache:
                     self._pair(rule, p, key)
             need = CALIBRATION_PROBES - len(self.pairs.get(kind, {}))
             fresh = [c for k, c in cands.items() if k not in self.cache and k not in self.failed]
-            for i in calibration_order([c[2] for c in fresh])[:max(0, need)]:
-                rule, p, _ = fresh[i]
-                self.get(rule, p)
+            picks[kind] = [fresh[i][:2] for i in calibration_order([c[2] for c in fresh])[:max(0, need)]]
+        # kind by kind in turns (each kind's fastest probe first), so that a short budget gives every kind a pair
+        # before any kind its third
+        for turn in range(CALIBRATION_PROBES):
+            for kind_picks in picks.values():
+                if turn < len(kind_picks):
+                    self.get(*kind_picks[turn])
 
     def ratio_check(self) -> dict[str, tuple[float, int, float | None, float | None]]:
         """Per kind: (ratio, pairs, median and largest leave-one-out error): each pair's own time against its foreign
@@ -1318,8 +1324,8 @@ def scaled_line(nodes: list[Node], meta: dict) -> str:
     """The report's line on the records of another device that stood in for probes not measured (--scale-from)."""
     used = sum(1 for n in nodes for r in n.per_step if r and r.get("scaled_from"))
     kinds = "; ".join(
-        f"`{kind}` {ratio:.3g} ({n} probes" + (f", leave-one-out error median {med:.0%}, largest {big:.0%})"
-                                               if med is not None else ")")
+        f"`{kind}` {ratio:.3g} ({n} probe{'s' if n > 1 else ''}"
+        + (f", leave-one-out error median {med:.0%}, largest {big:.0%})" if med is not None else ")")
         for kind, (ratio, n, med, big) in meta["ratios"].items())
     return (f"- another device's records (--scale-from {meta['scale_from']}, torch {meta['foreign_torch']}): {used} "
             "parts not measured here take its record of the same probe times the median of this device's time over "
