@@ -3,6 +3,7 @@ the probe cache, and the command end to end on the smoke config."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 from pathlib import Path
@@ -817,6 +818,9 @@ def test_estimate_command_on_the_smoke_config(repo, tmp_path, monkeypatch, share
     for g in (1, 2, 4):
         assert f"makespan, {g} GPU" in md
     assert "critical path" in md and "Critical path: " in md
+    # each paper's jobs one after another (its GPU-hours on the device): every job counted once
+    by_paper = [line.split(" | ") for line in md.split("### By paper")[1].split("\n\n")[1].splitlines()[2:]]
+    assert {r[0].lstrip("| "): int(r[1]) for r in by_paper} == dict(collections.Counter(n.paper for n in nodes))
     assert json.loads(cache.read_text())  # the probes are cached for the next run
     # the same estimate made from the cache as another machine would make it (--cached-device): the same times
     label = E.device_name("cpu", 1).split(", ")[0]

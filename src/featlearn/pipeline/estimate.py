@@ -1320,6 +1320,19 @@ def _per_step(node: Node) -> str:
     return text + ("" if len(vals) == len(recs) else f" ({len(recs) - len(vals)} missing)")
 
 
+def paper_totals(nodes: list[Node]) -> list[str]:
+    """The report's table of each paper's jobs one after another (its GPU jobs apart: the GPU-hours a paper needs on
+    the estimate's device), with the jobs that have no time (the sums are then lower bounds)."""
+    rows = ["### By paper", "", "| paper | jobs | without a time | total, one after another | of which GPU jobs |",
+            "|---|---|---|---|---|"]
+    for paper in [p for p in ("data", *PAPERS) if any(n.paper == p for n in nodes)]:
+        mine = [n for n in nodes if n.paper == paper]
+        rows.append(f"| {paper} | {len(mine)} | {sum(n.seconds is None for n in mine)} | "
+                    f"{duration(sum(n.seconds or 0.0 for n in mine))} | "
+                    f"{duration(sum(n.seconds or 0.0 for n in mine if n.gpu))} |")
+    return rows + [""]
+
+
 def scaled_line(nodes: list[Node], meta: dict) -> str:
     """The report's line on the records of another device that stood in for probes not measured (--scale-from)."""
     used = sum(1 for n in nodes for r in n.per_step if r and r.get("scaled_from"))
@@ -1420,6 +1433,7 @@ def report(nodes: list[Node], sched: dict, meta: dict) -> str:
         "",
         "Critical path: " + " → ".join(sched["critical_path"]),
         "",
+        *paper_totals(nodes),
     ]
     if sched["unknown"]:
         lines += ["Jobs without a time: " + ", ".join(sched["unknown"]), ""]
