@@ -80,7 +80,7 @@ fi
 
 # the estimate: its probes cached in one file, its report as --out names it
 ESTIMATE=(python3 -m featlearn estimate --device "$DEVICE" --assume-online --cache "$CACHE" --results "$WORK/results"
-    --resources-out '' "${SCALE[@]}")
+    --resources-out '' ${SCALE[@]+"${SCALE[@]}"})
 
 # 1. the machine
 run_step machine 30 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python3 -c \
