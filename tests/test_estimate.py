@@ -1543,6 +1543,28 @@ def test_the_limits_file_sizes_the_memory_of_a_job_that_got_no_time():
     assert jobs[key(cpu)] == {"job": "cpu", "mem_mb": 1000 + 2048}
 
 
+def test_a_runs_measured_peak_memory_sizes_a_jobs_memory_where_the_formula_is_short(tmp_path):
+    """resources_table: a job whose benchmark file is usable for its time (a run at this scale) gets mem_mb of at least
+    1.25 x that run's peak resident memory (4,000 MB: 5,000, above the formula's 3,048); a file that is shown but not
+    used (another scale's run) does not size it."""
+    from featlearn.pipeline.sizing import resource_key
+
+    bench = tmp_path / "job.tsv"
+    bench.write_text("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+                     "100.0\t0:01:40\t4000.0\t5000\t3900\t3950\t0\t0\t90\t95.0\n")
+
+    def node(measured):
+        n = _node("r", {"rule": "r"})
+        n.gpu, n.seconds, n.benchmark, n.measured = False, 100.0, str(bench), measured
+        n.cost = E.Cost([E.Part(None, 10, 1, memory_bytes=2**30)])
+        return n
+
+    meta = {"device_name": "d", "date": "t", "configfiles": []}
+    key = resource_key("r", json.dumps({"rule": "r"}, sort_keys=True))
+    assert E.resources_table([node(100.0)], meta)["jobs"][key]["mem_mb"] == 5000
+    assert E.resources_table([node(None)], meta)["jobs"][key]["mem_mb"] == 1000 + 2048
+
+
 @pytest.mark.parametrize("text", ['{"a": 1', "[1, 2]", "\udcff"])
 def test_a_probe_cache_that_is_not_one_stops_the_estimate_naming_it_and_is_kept(tmp_path, capsys, text):
     """A cache cut short on its way back from a device, or not a cache at all, is reported by the command (exit 2, no

@@ -56,6 +56,11 @@ def test_limits_from_the_estimate_never_undercut_the_rule():
     # a job estimated at 2 hours with a 3 GiB peak: 15 min + 3 x 120 min, and 1000 MB + 2 x 3 GiB
     assert sizing.estimated_limits(7200.0, 3 * 2**30) == {"runtime": 15 + 360, "mem_mb": 1000 + 6144}
     assert sizing.estimated_limits(None, None) == {}
+    # a run's measured peak resident memory is a floor of mem_mb (x 1.25), where it is above the formula's
+    assert sizing.estimated_limits(None, 2**30, rss_mb=4000.0) == {"mem_mb": 5000}
+    assert sizing.estimated_limits(None, 2**30, rss_mb=100.0) == {"mem_mb": 1000 + 2048}
+    assert sizing.estimated_limits(None, None, rss_mb=800.0) == {"mem_mb": 1000}
+    assert sizing.estimated_limits(None, 2**30, rss_mb=float("nan")) == {"mem_mb": 1000 + 2048}
     key = sizing.resource_key("templates_sweep", '{"grid": "2c"}')
     assert key.startswith("templates_sweep:") and key != sizing.resource_key("templates_sweep", '{"grid": "3c"}')
     table = {key: {"runtime": 375, "mem_mb": 7144}}

@@ -1454,6 +1454,7 @@ def resources_table(nodes: list[Node], meta: dict) -> dict:
     job got a time; ``mem_mb`` and ``gpu_mem_mb`` wherever its cost model gives a peak memory, which needs no probe, so
     that an estimate without probes (``--no-probe`` and an empty cache: seconds) still sizes every modelled job's memory
     (``gpu_mem_mb`` from the CUDA peak where every part of the job measured one, else from the formula)."""
+    from featlearn.pipeline.benchfiles import read_benchmark
     from featlearn.pipeline.sizing import estimated_limits, resource_key
 
     jobs = {}
@@ -1461,7 +1462,10 @@ def resources_table(nodes: list[Node], meta: dict) -> dict:
         if n.cost is None or n.settings is None or (n.seconds is None and n.cost.memory is None):
             continue
         peaks = [rec.get("peak_memory_bytes") for rec in n.per_step if rec and rec.get("peak_memory_bytes")]
-        limits = estimated_limits(n.seconds, n.cost.memory, max(peaks) if len(peaks) == len(n.cost.parts) else None, gpu=n.gpu)
+        # the peak resident memory of a run of the job at this scale, where its benchmark file is usable for its time
+        bench = read_benchmark(n.benchmark) if n.measured is not None and n.benchmark else None
+        limits = estimated_limits(n.seconds, n.cost.memory, max(peaks) if len(peaks) == len(n.cost.parts) else None,
+                                  gpu=n.gpu, rss_mb=(bench or {}).get("max_rss_mb"))
         timed = {"seconds": round(n.seconds, 1)} if n.seconds is not None else {}
         jobs[resource_key(n.rule, json.dumps(n.settings, sort_keys=True))] = {"job": n.label, **timed, **limits}
     return {"device": meta["device_name"], "date": meta["date"], "configfiles": meta["configfiles"], "jobs": jobs}

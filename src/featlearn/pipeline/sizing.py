@@ -155,15 +155,26 @@ GPU_CONTEXT_MB = 800
 GPU_MEASURED_MARGIN = 1.25
 
 
+# A job's peak resident memory measured by a run of it at the same scale (its benchmark file; the kernel's count, not
+# a formula) sizes its mem_mb too, times RSS_MARGIN [D: peaks of one job in runs of the same code on the same
+# machine differ by a few percent; the formula's mem_mb was below the measured peak for 3 of 72 default jobs on a
+# 2-core AMD EPYC in fp32, by up to 1.27x: features imdb_mlp, 3,170 MB against 2,493, and the two GPT-2 WikiText
+# jobs, 2,875 and 2,744 MB against 2,499; docs/estimate.md, "Scheduler limits from the estimate"].
+RSS_MARGIN = 1.25
+
+
 def estimated_limits(seconds: float | None, memory_bytes: float | None, cuda_peak_bytes: float | None = None,
-                     gpu: bool = False) -> dict[str, int]:
+                     gpu: bool = False, rss_mb: float | None = None) -> dict[str, int]:
     """Scheduler limits of one job from its estimate: ``runtime`` in minutes, ``mem_mb`` and, for a job that can
-    use a GPU, ``gpu_mem_mb``; a value that was not estimated is left out."""
+    use a GPU, ``gpu_mem_mb``; a value that was not estimated is left out. ``rss_mb``: the job's peak resident
+    memory in a run at the same scale, a floor of ``mem_mb`` (times :data:`RSS_MARGIN`)."""
     out = {}
     if seconds is not None:
         out["runtime"] = START_MINUTES + math.ceil(MARGIN * seconds / 60)
     if memory_bytes is not None:
         out["mem_mb"] = MEM_BASE_MB + math.ceil(MEM_MARGIN * memory_bytes / 2**20)
+    if rss_mb and math.isfinite(rss_mb):
+        out["mem_mb"] = max(out.get("mem_mb", 0), math.ceil(RSS_MARGIN * rss_mb))
     if gpu:
         if cuda_peak_bytes:
             out["gpu_mem_mb"] = GPU_CONTEXT_MB + math.ceil(GPU_MEASURED_MARGIN * cuda_peak_bytes / 2**20)
