@@ -21,6 +21,8 @@
 #      (benchmarks/group_memory.py);
 #   6. the default estimate with the switches off, then on (benchmarks/device/cuda_graphs.yaml), 30 timed steps
 #      per probe;
+#   6b. on a card that scaled another GPU's records (--scale-from), the check of that scaling on the probes both
+#      have (benchmarks/estimate_transfer.py);
 #   7. the estimate reports again from the probe cache (--no-probe), so a step cut short still leaves its tables.
 # Everything lands in ${OUT:-/tmp/device_session}/device_session.tar.gz, refreshed after every step, so a run
 # stopped from outside still returns what it finished.
@@ -122,6 +124,14 @@ run_step group_memory_5 25 python3 benchmarks/group_memory.py --device "$DEVICE"
 GRAPHS=(--configfile benchmarks/device/cuda_graphs.yaml)
 run_step estimate_default 80 "${ESTIMATE[@]}" --out "$WORK/estimate_default.md" --probe-steps 30
 run_step estimate_default_graphs 80 "${ESTIMATE[@]}" --out "$WORK/estimate_default_graphs.md" --probe-steps 30 "${GRAPHS[@]}"
+
+# 6b. with --scale-from: how well the other GPU's records, scaled, stood in for this card's, checked on the probes that
+# both have and the calibration did not use (benchmarks/estimate_transfer.py: from the cache, nothing measured)
+if ((${#SCALE[@]})); then
+    CARD='from featlearn.devices import device_label; print(device_label("cuda"))'
+    run_step scale_check 20 bash -c 'python3 benchmarks/estimate_transfer.py --cache "$1" --scale-from "$2" \
+        --device "$(python3 -c "$3")" --json "$4"' _ "$CACHE" "${SCALE[1]}" "$CARD" "$WORK/scale_check.json"
+fi
 
 # 7. the reports from the cache, whatever was cut short
 BUDGET=$((SECONDS - START + 100))  # the reports get 100 s whatever is left
