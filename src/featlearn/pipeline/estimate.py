@@ -614,27 +614,27 @@ class Prober:
             f"this device's time over its: the median of {n} probes of {scope} that both measured"))
         return out
 
-    def calibrate(self, wanted: list[tuple[str, Probe]]) -> None:
-        """Measure, for each probe kind among ``wanted`` ((rule, probe) pairs), up to :data:`CALIBRATION_PROBES`
+    def calibrate(self, wanted: list[tuple[str, Probe, float | None]]) -> None:
+        """Measure, for each probe kind among ``wanted`` ((rule, probe, FLOPs per step)), up to :data:`CALIBRATION_PROBES`
         probes that ``scale_from`` also measured, so that :meth:`ratio` has pairs before any stand-in is scaled: the
         kind's fastest, slowest and middle step there among those whose probe took at most
         :data:`CALIBRATION_MAX_PROBE_SECONDS` there (:func:`calibration_order`), the kinds in turns; this device's
         cached records of the same probes count first."""
         if self.scale_from is None:
             return
-        by_kind: dict[str, dict[str, tuple[str, Probe, dict]]] = {}
-        for rule, p in wanted:
+        by_kind: dict[str, dict[str, tuple[str, Probe, float | None, dict]]] = {}
+        for rule, p, flops in wanted:
             theirs = self.foreign(rule, p, fallback=False)
             if theirs is not None:
-                by_kind.setdefault(p.kind, {})[self.key(rule, p)] = (rule, p, theirs[0])
-        picks: dict[str, list[tuple[str, Probe]]] = {}
+                by_kind.setdefault(p.kind, {})[self.key(rule, p)] = (rule, p, flops, theirs[0])
+        picks: dict[str, list[tuple[str, Probe, float | None]]] = {}
         for kind, cands in by_kind.items():
-            for key, (rule, p, _) in cands.items():
+            for key, (rule, p, _, _) in cands.items():
                 if key in self.cache:
                     self._pair(rule, p, key)
             need = CALIBRATION_PROBES - len(self.pairs.get(kind, {}))
             fresh = [c for k, c in cands.items() if k not in self.cache and k not in self.failed]
-            picks[kind] = [fresh[i][:2] for i in calibration_order([c[2] for c in fresh])[:max(0, need)]]
+            picks[kind] = [fresh[i][:3] for i in calibration_order([c[3] for c in fresh])[:max(0, need)]]
         # kind by kind in turns (each kind's fastest probe first), so that a short budget gives every kind a pair
         # before any kind its third
         for turn in range(CALIBRATION_PROBES):
@@ -986,7 +986,7 @@ def estimate(nodes: list[Node], prober: Prober, config: dict, results: str = "re
             node.why = f"cost model failed: {type(exc).__name__}: {exc}"
     # with --scale-from, a few probes of each kind that the other device measured come first (or this device's
     # cached records of them): the ratio that scales its records, which then stand in for probes not measured here
-    prober.calibrate([(node.rule, part.probe) for node in nodes if node.cost is not None
+    prober.calibrate([(node.rule, part.probe, part.flops_per_step) for node in nodes if node.cost is not None
                       for part in node.cost.parts if part.probe is not None])
     if prober.probe:
         first_round(nodes, prober)
