@@ -840,6 +840,19 @@ def test_estimate_command_on_the_smoke_config(repo, tmp_path, monkeypatch, share
     text = spent.read_text()
     assert "0 measured now" in text and "probe budget 0 s (--probe-budget), 0 s taken" in text
     assert "probes not started" in text and "probe budget spent (--probe-budget 0 s)" in text
+    # this CPU at 2 threads, another device to the cache, from its 1-thread records (--scale-from) and a budget of a
+    # few probes: every job the 1-thread estimate timed has a time, and the report's head says how
+    scaled = tmp_path / "scaled.md"
+    assert main([*args[:args.index("--out")], "--out", str(scaled), "--cache", str(cache), *args[args.index("--probe-steps"):],
+                 "--threads", "2", "--scale-from", E.device_name("cpu", 1), "--probe-budget", "2",
+                 "--resources-out", ""]) == 0
+    text = scaled.read_text()
+    assert f"another device's records (--scale-from {E.device_name('cpu', 1)}" in text
+    assert int(re.search(r"torch [^)]*\): (\d+) parts not measured here", text).group(1)) > 0
+    rows_scaled = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    for n in nodes:
+        if not rows[n.label].split(" | ")[8].startswith("—"):
+            assert not rows_scaled[n.label].split(" | ")[8].startswith("—"), rows_scaled[n.label]
     # one figure's jobs from the same cache (--figure): their rows only, with the same times, and the workflow's
     # limits file is not written over by a partial estimate
     monkeypatch.chdir(tmp_path)
