@@ -28,11 +28,13 @@ sys.path.insert(0, str(ROOT / "src"))
 
 
 def _torch_of(cache: dict, device: str) -> str:
-    versions = collections.Counter(json.loads(k).get("torch") for k in cache if json.loads(k).get("device") == device)
-    if not versions:
-        devices = sorted({str(json.loads(k).get("device")) for k in cache})
-        raise SystemExit(f"no probe of {device!r} in the cache; its devices: {', '.join(devices)}")
-    return versions.most_common(1)[0][0]
+    """The torch version most of ``device``'s records were measured with (the estimate's reading of ``--scale-from``)."""
+    from featlearn.pipeline.estimate import foreign_torch
+
+    try:
+        return foreign_torch(cache, device, "")
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from exc
 
 
 def pairs(cache: dict, theirs: str, mine: str) -> dict[str, list[tuple[dict, dict, str]]]:

@@ -1524,7 +1524,7 @@ def test_scale_from_names_a_device_of_the_cache_and_of_the_same_class(tmp_path):
     cache = json.loads((tmp_path / "c.json").read_text())
     gpu = {k.replace(E.device_name("cpu", 1), "NVIDIA H200"): v for k, v in cache.items()}
     (tmp_path / "c.json").write_text(json.dumps({**cache, **gpu}))
-    with pytest.raises(ValueError, match="no probe in .* was measured on it; its devices: .*NVIDIA H200"):
+    with pytest.raises(ValueError, match="no probe in .* was measured on 'NVIDIA H100 80GB HBM3'; its devices: .*NVIDIA H200"):
         E.Prober("cpu", tmp_path / "c.json", scale_from="NVIDIA H100 80GB HBM3")
     with pytest.raises(ValueError, match="a CPU estimate scales the records of another CPU only"):
         E.Prober("cpu", tmp_path / "c.json", scale_from="NVIDIA H200")

@@ -749,8 +749,7 @@ def foreign_torch(cache: dict, label: str, own_torch: str, where: str | os.PathL
     mine = [k.get("torch") for k in keys if k.get("device") == label]
     if not mine:
         devices = sorted({str(k.get("device")) for k in keys if k.get("device")})
-        raise ValueError(f"--scale-from {label!r}: no probe in {where} was measured on it; its devices: "
-                         f"{', '.join(devices) or 'none'}")
+        raise ValueError(f"no probe in {where} was measured on {label!r}; its devices: {', '.join(devices) or 'none'}")
     other = [t for t in mine if t != own_torch]
     return collections.Counter(other or mine).most_common(1)[0][0]
 
