@@ -29,7 +29,8 @@ def _outside_a_compute_job(monkeypatch):
     """Each test starts outside a compute job (no run identity), whatever ran before it in this process."""
     monkeypatch.delenv(IDENTITY_ENV, raising=False)
 
-def _run(work, total=12, eval_every=5, checkpoint_every=3, die_at=None, settings=None, log=lambda m: None, as_tensor=False):
+def _run(work, total=12, eval_every=5, checkpoint_every=3, die_at=None, settings=None, log=lambda m: None, as_tensor=False,
+         checkpoint_seconds=None):
     """A tiny regression trained with dropout-free SGD on batches drawn from its own generator."""
     torch.manual_seed(0)
     model = torch.nn.Linear(3, 1)
@@ -56,7 +57,8 @@ def _run(work, total=12, eval_every=5, checkpoint_every=3, die_at=None, settings
 
     start = resumable_training(model, opt, total=total, step=step, record=record, eval_every=eval_every,
                                checkpoint_every=checkpoint_every, work_dir=work, settings=settings or {"lr": 0.1},
-                               generators=[gen], save_log=lambda: {"rows": rows}, load_log=load_log, log=log)
+                               generators=[gen], save_log=lambda: {"rows": rows}, load_log=load_log, log=log,
+                               checkpoint_seconds=checkpoint_seconds)
     return start, pd.DataFrame(rows)
 
 
@@ -78,6 +80,34 @@ def test_resume_mid_interval_equals_an_uninterrupted_run(tmp_path):
     start, resumed = _run(tmp_path / "b")
     assert start == 6
     pd.testing.assert_frame_equal(resumed, straight)
+
+
+def test_a_checkpoint_is_also_written_once_its_time_has_passed_between_two_of_its_steps(tmp_path, monkeypatch):
+    """Steps slower than checkpoint_every allows for (a paper-scale run on a CPU) are kept by time as well: after the
+    first step that ends checkpoint_seconds after the last save, said in the log; a run killed after it resumes from
+    that step, off the checkpoint_every grid, with the tables of an uninterrupted run."""
+    _, straight = _run(tmp_path / "a", checkpoint_every=100)
+    logged: list[str] = []
+    with pytest.raises(KeyboardInterrupt):  # every step ends at least 0 s after the last save: each one is kept
+        _run(tmp_path / "b", checkpoint_every=100, checkpoint_seconds=0.0, die_at=8, log=logged.append)
+    assert torch.load(tmp_path / "b" / RESUME_FILE, weights_only=True)["step"] == 7
+    assert [m.split(",")[0] for m in logged if m.startswith("checkpoint at")] == [f"checkpoint at step {i}" for i in range(1, 8)]
+    start, resumed = _run(tmp_path / "b", checkpoint_every=100)
+    assert start == 7
+    pd.testing.assert_frame_equal(resumed, straight, check_exact=True)
+
+    # the default, read when the loop starts (featlearn.keptwork.CHECKPOINT_SECONDS): fast steps are kept on the grid only
+    import featlearn.training as training
+
+    logged.clear()
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path / "c", checkpoint_every=3, die_at=8, log=logged.append)
+    assert torch.load(tmp_path / "c" / RESUME_FILE, weights_only=True)["step"] == 6
+    assert not any(m.startswith("checkpoint at") for m in logged)
+    monkeypatch.setattr(training, "CHECKPOINT_SECONDS", 0.0)
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path / "d", checkpoint_every=100, die_at=5)
+    assert torch.load(tmp_path / "d" / RESUME_FILE, weights_only=True)["step"] == 4
 
 
 def test_a_step_returning_a_tensor_logs_the_same_losses_as_one_returning_floats(tmp_path):

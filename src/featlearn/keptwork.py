@@ -23,6 +23,11 @@ PARTS_DIR = "parts"
 PART_SUFFIX = ".pt"  # one kept piece of a job (``featlearn.training.save_part``)
 CLOCK_FILE = "clock.json"
 FINISHED_FILE = "finished.json"
+# Wall seconds of training between two saves of a long job's state [D]: a killed job (a scheduler's time limit, the end of
+# a sitting) loses at most about this much. The language models' loop (a step), the features classifiers (an epoch),
+# a templates sweep group (an epoch) and JoMA Table 1 (a step) save once this long has passed since their last save.
+# Measured cost: a 1.4 GiB checkpoint in 1.4 s, 0.3% of 600 s (docs/performance.md, "A sweep group's checkpoint").
+CHECKPOINT_SECONDS = 600.0
 
 
 def has_kept_work(work_dir: str | os.PathLike) -> bool:

@@ -3,7 +3,10 @@
 
 A model's own module says what one step is (``step(i) -> loss``) and what an evaluation logs
 (``record(i, mean_train_loss)``); this loop runs the steps, evaluates at step 0, every ``eval_every``
-steps and at the last one, and writes a resume checkpoint atomically every ``checkpoint_every`` steps.
+steps and at the last one, and writes a resume checkpoint atomically every ``checkpoint_every`` steps and after any
+step that ends :data:`~featlearn.keptwork.CHECKPOINT_SECONDS` (10 minutes) after the last one, so that a paper-scale
+run of slow steps (the character GPT's 250 steps between checkpoints take 80 minutes on one CPU core) loses at most
+that much when it is killed, as the classifiers, the sweep groups and JoMA's Table 1 already kept theirs.
 The checkpoint holds the model, the optimiser, torch's global random state (and CUDA's on a GPU), any
 extra generators, the running training loss and whatever the caller logs (``save_log``/``load_log``), so
 a job killed at any point and rerun continues from its last checkpoint; on the CPU the result equals an
@@ -43,8 +46,8 @@ from typing import Any
 import torch
 
 from featlearn.io import atomic_path
-from featlearn.keptwork import (CLOCK_FILE, FINISHED_FILE, PART_SUFFIX, PARTS_DIR, RESUME_FILE, has_kept_work, mark_finished,  # noqa: F401
-                                remove_checkpoint, sweep_finished, unmark_finished)
+from featlearn.keptwork import (CHECKPOINT_SECONDS, CLOCK_FILE, FINISHED_FILE, PART_SUFFIX, PARTS_DIR, RESUME_FILE,  # noqa: F401
+                                has_kept_work, mark_finished, remove_checkpoint, sweep_finished, unmark_finished)
 from featlearn.precision import full_precision
 
 IDENTITY_ENV = "FEATLEARN_RUN_IDENTITY"
@@ -73,11 +76,14 @@ def resumable_training(
     load_log: Callable[[dict], None] = lambda logged: None,
     log: Callable[[str], None] = print,
     keep_checkpoint: bool = False,
+    checkpoint_seconds: float | None = None,
 ) -> int:
     """Train ``model`` from step 1 (or from the checkpoint in ``work_dir``) to ``total``; returns the step
     it started from. ``settings`` identifies the run: a checkpoint saved under other settings or another run
-    identity is discarded. The checkpoint is removed once the last step is done, except inside a compute job
-    (a run identity is set), whose command marks it finished once the job's outputs are written (the workflow
+    identity is discarded. A checkpoint is written every ``checkpoint_every`` steps and after the first step that
+    ends ``checkpoint_seconds`` (None: :data:`CHECKPOINT_SECONDS`) of wall time after the last one; where it is
+    written changes nothing of an uninterrupted run. The checkpoint is removed once the last step is done, except
+    inside a compute job (a run identity is set), whose command marks it finished once the job's outputs are written (the workflow
     removes it when it ends: :func:`sweep_finished`), or with
     ``keep_checkpoint``, which leaves it for the caller to remove with :func:`remove_checkpoint` once its
     results are written (for a long evaluation after the last step).
@@ -122,7 +128,8 @@ def resumable_training(
         load_log(state["logged"])
         log(f"resuming at step {start} from {resume}")
 
-    t0 = time.perf_counter()
+    keep_seconds = CHECKPOINT_SECONDS if checkpoint_seconds is None else checkpoint_seconds
+    t0 = saved_at = time.perf_counter()
     if start == 0:
         with full_precision(dev):
             record(0, None)
@@ -135,7 +142,9 @@ def resumable_training(
                 record(i, float(running) / seen)
             running, seen = 0.0, 0
             log(progress(i - start, total - i, time.perf_counter() - t0))
-        if i % checkpoint_every == 0 and i < total:
+        since = time.perf_counter() - saved_at
+        by_time = i % checkpoint_every != 0 and since >= keep_seconds
+        if i < total and (i % checkpoint_every == 0 or by_time):
             with atomic_path(resume) as tmp:
                 torch.save(
                     {
@@ -153,6 +162,9 @@ def resumable_training(
                     },
                     tmp,
                 )
+            if by_time:
+                log(f"checkpoint at step {i}, {since / 60:.1f} min after the last one")
+            saved_at = time.perf_counter()
     if not keep_checkpoint and not identity:
         remove_checkpoint(work)
     log(f"done: {total - start} steps in {time.perf_counter() - t0:.0f}s")

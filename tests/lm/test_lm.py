@@ -93,14 +93,24 @@ def test_training_lowers_the_loss(tmp_path):
     assert ((rank["value"] >= 1) & (rank["value"] <= 16)).all()  # 1 <= stable rank <= min(n, m)
 
 
-def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
+@pytest.mark.parametrize("kept_by", ["steps", "time"])
+def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path, kept_by):
+    """Killed with SIGKILL and rerun, the tables equal an uninterrupted run's: from a checkpoint of the
+    checkpoint_every grid, or (kept_by time: featlearn.keptwork.CHECKPOINT_SECONDS set to 0, so that every step is
+    kept by time and none by the grid) from whatever step it was killed after."""
     tr, va = _tiny_data()
     torch.save(tr, tmp_path / "train.pt")
     torch.save(va, tmp_path / "valid.pt")
-    settings = {**TINY, "iterations": 400, "checkpoint_every": 50}
+    if kept_by == "steps":
+        settings, seconds = {**TINY, "iterations": 400, "checkpoint_every": 50}, "None"
+    else:
+        settings, seconds = {**TINY, "iterations": 150, "checkpoint_every": 1000}, "0.0"
     script = textwrap.dedent(
         f"""
         import torch, sys
+        import featlearn.training
+        if {seconds} is not None:
+            featlearn.training.CHECKPOINT_SECONDS = {seconds}
         from featlearn.io import write_csv
         from featlearn.lm.train import LMRun, train_lm
         out = train_lm(LMRun(**{settings!r}), torch.load({str(tmp_path / 'train.pt')!r}),"""
@@ -122,7 +132,9 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
     proc.wait()
     assert not (tmp_path / "resumed.csv").exists()
     state = torch.load(work / "resume.pt", weights_only=True)
-    assert 0 < state["step"] < 400
+    assert 0 < state["step"] < settings["iterations"]
+    if kept_by == "steps":
+        assert state["step"] % settings["checkpoint_every"] == 0
     subprocess.run([sys.executable, "-c", script, str(work), str(tmp_path / "resumed.csv")], env=env, check=True,
                    stderr=subprocess.DEVNULL)
     subprocess.run([sys.executable, "-c", script, str(tmp_path / "clean"), str(tmp_path / "clean.csv")], env=env, check=True,

@@ -255,7 +255,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
             settings=lambda wc: job_settings(cls, wc.job, config["seed"]),
             stem="train_{job}",
             code=TRAIN_CODE,
-            # a checkpoint every 10 minutes of training (features.train.CHECKPOINT_SECONDS): a killed job resumes
+            # a checkpoint every 10 minutes of training (featlearn.keptwork.CHECKPOINT_SECONDS): a killed job resumes
             work_dir=lambda wc: out("train", wc.job, "resume"),
             threads=cls["threads"],
             # mem_mb is a function of the wildcards: the IMDB and AG News jobs need more

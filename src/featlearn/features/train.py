@@ -44,6 +44,7 @@ import pandas as pd
 import torch
 
 from featlearn.cudagraphs import GraphedSteps, captured, graph_safe_step, to_device
+from featlearn.keptwork import CHECKPOINT_SECONDS
 from featlearn.training import load_part, remove_part, run_identity, save_part
 from featlearn.features.models import (
     InitScales,
@@ -64,9 +65,6 @@ from featlearn.io import write_csv
 from featlearn.seeding import derived_seed
 
 PAD_ID = 0  # "<pad>" comes first in the prepared vocabularies; padded positions are masked anyway
-# A job with a resume folder saves its state at the end of the first epoch that ends this long after its last save
-# [D]: a paper-scale IMDB job's state is a few GB, written in seconds, so a killed job loses at most about this much.
-CHECKPOINT_SECONDS = 600.0
 UNK = "unk"
 
 

@@ -142,7 +142,7 @@ def registry(config: dict, paths: Paths, dataset_on) -> PaperRegistry:
         lambda wc: {**t1_common, "C": int(wc.C), "n_ch": int(wc.n_ch), "n0": int(wc.n0), "n1": int(wc.n1)},
         HIER_CODE, stem=f"table1/{cell}", threads=t1_cfg["threads"], runtime=60, gpu=True, cost=f"{COST}:table1_cost",
         wildcards={"C": r"\d+", "n_ch": r"\d+", "n0": r"\d+", "n1": r"\d+"},
-        # a killed cell resumes from its state kept every 10 minutes of training (table1.CHECKPOINT_SECONDS)
+        # a killed cell resumes from its state kept every 10 minutes of training (featlearn.keptwork.CHECKPOINT_SECONDS)
         work_dir=lambda wc: out("table1", f"cell_C{wc.C}_nch{wc.n_ch}_n{wc.n0}-{wc.n1}.resume"),
     )
     cells = [

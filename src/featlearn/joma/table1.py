@@ -56,10 +56,8 @@ from featlearn.cudagraphs import GraphedSteps, StagedBatches, captured, graph_sa
 from featlearn.io import write_csv
 from featlearn.joma.hierarchy import Hierarchy, cooccurrence, hblt_pair, hblt_rho0, make_hierarchy, sample_hblt, theorem5
 from featlearn.seeding import derived_seed
+from featlearn.keptwork import CHECKPOINT_SECONDS
 from featlearn.training import load_part, remove_part, run_identity, save_part
-
-# a killed cell resumes from its last save; one every 10 minutes of training costs a negligible share of a cell's time
-CHECKPOINT_SECONDS = 600.0
 
 # ----------------------------------------------------------------------------- model
 

@@ -59,6 +59,7 @@ import torch.nn.functional as F
 from torch.func import functional_call, vmap
 
 from featlearn.cudagraphs import GraphedSteps, captured, graph_safe_step
+from featlearn.keptwork import CHECKPOINT_SECONDS
 from featlearn.io import write_csv
 from featlearn.templates.models import build_model
 from featlearn.templates.tasks import TaskData, TemplateTask, make_datasets, make_task
@@ -408,11 +409,6 @@ def denormals_flushed(on: bool):
         yield
     finally:
         torch.set_flush_denormal(False)
-
-
-# Wall seconds of training between two checkpoints of a group (``train_group`` with a resume folder), as the features
-# classifiers and JoMA Table 1 keep theirs: a killed job loses at most about this much of a group.
-CHECKPOINT_SECONDS = 600.0
 
 
 def checkpoint_key(key: dict) -> dict:
