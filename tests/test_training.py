@@ -321,12 +321,18 @@ def test_the_job_clock_gives_a_rerun_the_wall_time_of_the_killed_runs_whose_work
     time.sleep(1.0)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert has_kept_work(work) and json.loads((work / CLOCK_FILE).read_text())["runs"] == 1
+    killed = json.loads((work / CLOCK_FILE).read_text())
+    assert has_kept_work(work) and killed["runs"] == 1
+    if sys.platform.startswith("linux"):  # its resident memory, read at each rewrite: a Python with torch imported
+        assert 20 < killed["rss_mb"] < 4000
 
     clock = JobClock(work)
     assert clock.earlier_runs == 1 and 0.9 <= clock.earlier_s <= 30  # the second it ran, less at most one interval
     m = EARLIER_LINE.match(clock.line())
     assert m and float(m["s"]) == pytest.approx(clock.earlier_s, abs=0.05) and m["runs"] == "1"
+    if sys.platform.startswith("linux"):
+        assert f"the last one's resident memory reached at least {killed['rss_mb']:,.0f} MiB of this machine's" in clock.line()
+        assert "out-of-memory" not in clock.line()
     clock.start()
     time.sleep(0.1)
     clock.stop()  # stopped after a failure: the file stays, now counting both runs
@@ -345,6 +351,35 @@ def test_the_job_clock_gives_a_rerun_the_wall_time_of_the_killed_runs_whose_work
     done = JobClock(work).start()
     done.close()
     assert not (work / CLOCK_FILE).exists()
+
+
+def test_a_rerun_after_a_run_that_grew_near_the_machines_memory_names_the_out_of_memory_killer(tmp_path, monkeypatch):
+    """A SIGKILL from the kernel's out-of-memory killer leaves no line in the job's log, so the rerun's line says how
+    large the killed run had grown, of how much: near the machine's memory (NEAR_MACHINE_MEMORY of it) it names the
+    likely cause. A clock file of before this reading (no rss_mb) gives the line as it was."""
+    import featlearn.training as training
+
+    monkeypatch.setenv(IDENTITY_ENV, '{"code": "c1"}')
+    monkeypatch.setattr(training, "machine_mb", lambda: 24_000.0)
+    work = tmp_path / "work"
+    save_part(work, {"piece": 1}, "kept")
+    base = {"seconds": 600.0, "runs": 1, "identity": {"code": "c1"}}
+    lines = {}
+    for name, extra in (("near", {"rss_mb": 19_000.0}), ("small", {"rss_mb": 2_000.0}), ("older", {})):
+        (work / CLOCK_FILE).write_text(json.dumps({**base, **extra}))
+        lines[name] = JobClock(work).line()
+        assert EARLIER_LINE.match(lines[name])  # the benchmark reader's seconds, whatever follows
+    assert lines["near"].endswith("resident memory reached at least 19,000 MiB of this machine's 24,000 MiB (near all "
+                                  "of it: the kernel's out-of-memory killer may have ended it)")
+    assert lines["small"].endswith("resident memory reached at least 2,000 MiB of this machine's 24,000 MiB")
+    assert lines["older"].endswith("killed (their kept work is in " + str(work) + ")")
+
+    clock = JobClock(work, interval=3600).start()  # this run's largest reading is what the file keeps
+    monkeypatch.setattr(training, "resident_mb", lambda: 5_000.0)
+    clock._write()
+    monkeypatch.setattr(training, "resident_mb", lambda: 3_000.0)
+    clock.stop()
+    assert json.loads((work / CLOCK_FILE).read_text())["rss_mb"] == 5_000.0
 
 
 def test_a_job_clock_that_cannot_write_warns_and_lets_the_job_run(tmp_path, capsys):

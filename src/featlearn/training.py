@@ -232,10 +232,35 @@ def load_part(work_dir: str | os.PathLike, key: dict, log: Callable[[str], None]
     return saved["value"]
 
 
+def resident_mb() -> float | None:
+    """This process's resident memory now, in MiB (Linux's ``/proc/self/statm``; None where it cannot be read)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            pages = int(fh.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def machine_mb() -> float | None:
+    """The machine's memory in MiB (None where the OS does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+# A killed run whose resident memory had reached this share of the machine's is said to have been near its end: the
+# kernel's out-of-memory killer ends the largest process when memory runs out, with a SIGKILL its log cannot record.
+NEAR_MACHINE_MEMORY = 0.75
+
+
 class JobClock:
     """The wall time of all the runs of one compute job, kept in its resume folder (``clock.json``: seconds, runs,
-    run identity) and rewritten every ``interval`` seconds by a daemon thread, so a run killed without warning loses
-    at most that much of it.
+    run identity, and the largest resident memory this run's clock has read) and rewritten every ``interval`` seconds
+    by a daemon thread, so a run killed without warning loses at most that much of it. A rerun's log line then says
+    how large the last killed run had grown (its own process, read at each rewrite; the worker processes of a sweep's
+    group pool are not counted): a run ended by the out-of-memory killer leaves no word of its own.
 
     A run that starts where a killed one left kept work (:func:`has_kept_work`) under the same run identity counts
     the earlier runs' seconds (``earlier_s``, ``earlier_runs``): the time that work cost, with whatever was computed
@@ -249,12 +274,16 @@ class JobClock:
         self.path = Path(work_dir) / CLOCK_FILE
         self.interval = interval
         self.earlier_s, self.earlier_runs = 0.0, 0
+        self.last_rss_mb: float | None = None  # the last earlier run's largest resident memory read by its clock
+        self.rss_mb: float | None = None  # this run's, so far
         self.identity = run_identity()
         if has_kept_work(work_dir):
             try:
                 saved = json.loads(self.path.read_text())
                 if saved.get("identity") == self.identity:
                     self.earlier_s, self.earlier_runs = float(saved["seconds"]), int(saved["runs"])
+                    rss = saved.get("rss_mb")
+                    self.last_rss_mb = float(rss) if isinstance(rss, (int, float)) else None
             except (OSError, ValueError, KeyError, TypeError):
                 pass  # no clock or an unreadable one: the earlier runs' time is unknown, counted as none
         self._t0 = time.perf_counter()
@@ -270,13 +299,26 @@ class JobClock:
         reads the seconds back."""
         if not self.earlier_runs:
             return None
-        return (f"featlearn: earlier runs of this job: {self.earlier_s:.1f} s of wall time in {self.earlier_runs} "
+        line = (f"featlearn: earlier runs of this job: {self.earlier_s:.1f} s of wall time in {self.earlier_runs} "
                 f"run{'s' if self.earlier_runs != 1 else ''}, killed (their kept work is in {self.path.parent})")
+        if self.last_rss_mb is not None:
+            total = machine_mb()
+            line += f"; the last one's resident memory reached at least {self.last_rss_mb:,.0f} MiB"
+            if total:
+                line += f" of this machine's {total:,.0f} MiB"
+                if self.last_rss_mb >= NEAR_MACHINE_MEMORY * total:
+                    line += " (near all of it: the kernel's out-of-memory killer may have ended it)"
+        return line
 
     def _write(self) -> None:
+        now = resident_mb()
+        if now is not None:
+            self.rss_mb = max(self.rss_mb or 0.0, now)
+        record = {"seconds": round(self.seconds(), 3), "runs": self.earlier_runs + 1, "identity": self.identity}
+        if self.rss_mb is not None:
+            record["rss_mb"] = round(self.rss_mb, 1)
         with atomic_path(self.path) as tmp:
-            tmp.write_text(json.dumps({"seconds": round(self.seconds(), 3), "runs": self.earlier_runs + 1,
-                                       "identity": self.identity}))
+            tmp.write_text(json.dumps(record))
 
     def _tick(self) -> None:
         while not self._stop.wait(self.interval):
