@@ -8,7 +8,8 @@ clears the optimiser's state at every epoch boundary, as the JoMA authors' scrip
 at each epoch). ``val_windows`` of None evaluates on the whole validation split.
 
 Tables (long format) are written when training ends; a resume checkpoint is written atomically every
-``checkpoint_every`` iterations, so a killed job continues from there when rerun (same result on CPU:
+``checkpoint_every`` iterations and at least every 10 minutes (``featlearn.training.resumable_training``), so a killed
+job continues from there when rerun (same result on CPU:
 the model, optimiser, data position and random state are all restored).
 
 CUDA graphs (``LMRun.cuda_graphs``; config ``joma.wikitext.cuda_graphs``, ``scan_snap.wikitext.cuda_graphs`` and

@@ -260,7 +260,8 @@ def train_wikitext(settings: dict, variant: str, train_pt: str, valid_pt: str, v
     """Fig. 6, one variant: train GPT-2 from scratch on the prepared WikiText ids and write the tidy log
     (step, metric in {train_loss, val_loss, val_ppl, kq_scale_abs_mean, vo_scale_abs_mean}, value). The last
     val_loss/val_ppl rows (``final`` = True) are on ``val_blocks`` blocks (null: the whole validation split).
-    A resume checkpoint is written atomically every ``checkpoint_every`` steps and removed at the end."""
+    A resume checkpoint is written atomically every ``checkpoint_every`` steps and at least every 10 minutes
+    (``featlearn.training.resumable_training``), and removed at the end."""
     s = {k: settings[k] for k in LM_KEYS}
     with open(vocab_json, encoding="utf-8") as fh:
         vocab = len(json.load(fh))  # the word list of a prepared set, or GPT-2's encoder.json (token -> id)
