@@ -110,6 +110,28 @@ def test_a_checkpoint_is_also_written_once_its_time_has_passed_between_two_of_it
     assert torch.load(tmp_path / "d" / RESUME_FILE, weights_only=True)["step"] == 4
 
 
+def test_progress_lines_come_with_the_evaluations_and_at_least_every_progress_seconds(tmp_path, monkeypatch):
+    """The loop prints a progress line (rate, time left) at each evaluation; between two evaluations further apart than
+    PROGRESS_SECONDS of wall time (a paper-scale step on a CPU) one more line after each step that ends that long after
+    the last line, which names its step. The lines change nothing that is computed."""
+    import featlearn.training as training
+
+    logged: list[str] = []
+    _, plain = _run(tmp_path / "a", log=logged.append)
+    progress = [m for m in logged if "progress:" in m]
+    assert [m.split(" steps in")[0] for m in progress] == ["progress: 5", "progress: 10", "progress: 12"]
+    assert all("steps/s, about " in m and m.endswith(" left") for m in progress)
+
+    logged.clear()
+    monkeypatch.setattr(training, "PROGRESS_SECONDS", 0.0)
+    _, timed = _run(tmp_path / "b", log=logged.append)
+    progress = [m for m in logged if "progress:" in m]
+    between = [m for m in progress if m.startswith("step ")]
+    assert [m.split(":")[0] for m in between] == [f"step {i} of 12" for i in (1, 2, 3, 4, 6, 7, 8, 9, 11)]
+    assert len(progress) == 12
+    pd.testing.assert_frame_equal(timed, plain, check_exact=True)
+
+
 def test_a_step_returning_a_tensor_logs_the_same_losses_as_one_returning_floats(tmp_path):
     """Steps may hand back their loss as a tensor (no host sync per step); the logged running means are the
     same numbers, bit for bit, also across a resume from a checkpoint."""

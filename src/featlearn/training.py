@@ -53,6 +53,13 @@ from featlearn.precision import full_precision
 IDENTITY_ENV = "FEATLEARN_RUN_IDENTITY"
 
 
+# A long training prints a progress line at least this often (wall seconds), between the lines of its evaluations: the
+# language models' loop (a step) and a templates sweep group (an epoch). At paper scale on a CPU an evaluation can be
+# an hour or more away (the character GPT: 250 steps of about 20 s; templates Fig. 11's 64-head group: 100 epochs
+# of about 24 s).
+PROGRESS_SECONDS = 600.0
+
+
 def run_identity() -> dict:
     """The identity the compute command set for this process (empty outside a compute job)."""
     raw = os.environ.get(IDENTITY_ENV, "")
@@ -129,7 +136,7 @@ def resumable_training(
         log(f"resuming at step {start} from {resume}")
 
     keep_seconds = CHECKPOINT_SECONDS if checkpoint_seconds is None else checkpoint_seconds
-    t0 = saved_at = time.perf_counter()
+    t0 = saved_at = shown_at = time.perf_counter()
     if start == 0:
         with full_precision(dev):
             record(0, None)
@@ -142,6 +149,10 @@ def resumable_training(
                 record(i, float(running) / seen)
             running, seen = 0.0, 0
             log(progress(i - start, total - i, time.perf_counter() - t0))
+            shown_at = time.perf_counter()
+        elif time.perf_counter() - shown_at >= PROGRESS_SECONDS:  # a long gap between evaluations (paper scale, a CPU)
+            log(f"step {i} of {total}: {progress(i - start, total - i, time.perf_counter() - t0)}")
+            shown_at = time.perf_counter()
         since = time.perf_counter() - saved_at
         by_time = i % checkpoint_every != 0 and since >= keep_seconds
         if i < total and (i % checkpoint_every == 0 or by_time):
@@ -171,11 +182,12 @@ def resumable_training(
     return start
 
 
-def progress(done: int, left: int, seconds: float) -> str:
-    """One progress line: steps/s since this process started (evaluations included) and the time left at that rate."""
+def progress(done: int, left: int, seconds: float, unit: str = "steps") -> str:
+    """One progress line: ``unit`` (steps, epochs) per second since this process started (evaluations included) and
+    the time left at that rate."""
     rate = done / seconds if seconds > 0 else float("inf")
     eta = left / rate if rate > 0 else float("inf")
-    return f"progress: {done} steps in {seconds:.0f}s, {rate:.3g} steps/s, about {_duration(eta)} left"
+    return f"progress: {done} {unit} in {seconds:.0f}s, {rate:.3g} {unit}/s, about {_duration(eta)} left"
 
 
 def _duration(seconds: float) -> str:

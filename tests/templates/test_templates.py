@@ -706,6 +706,35 @@ def test_on_epoch_is_called_after_each_epoch_and_changes_nothing():
     assert torch.equal(with_calls.val_loss, plain.val_loss)
 
 
+def test_a_group_prints_progress_every_tenth_and_at_least_every_progress_seconds_with_the_time_left(tmp_path,
+                                                                                                  monkeypatch):
+    """A group with progress lines prints one every tenth of its epochs, each with its rate and the time left in the
+    group; with ``featlearn.training.PROGRESS_SECONDS`` passed after every epoch (a paper-scale epoch can take
+    minutes), one every epoch. Each checkpoint kept in a resume folder says so. The lines change nothing that is
+    computed."""
+    import featlearn.training
+    group = _group(T.aba_abb(), 12, [S.RunSpec(1, 1e-2), S.RunSpec(2, 1e-1)], model=TINY, epochs=20, batch=5,
+                   dtype=torch.float64, progress=True)
+    logged: list[str] = []
+    monkeypatch.setattr(S, "_log", logged.append)
+    tenths = S.train_group(group)
+    epochs = [int(line.split(" epoch ")[1].split("/")[0]) for line in logged]
+    assert epochs == list(range(2, 21, 2))
+    assert all("epochs/s, about " in line and line.endswith(" left in this group)") for line in logged)
+    assert logged[-1].split("progress: ")[1].startswith("20 epochs in ")
+    assert "about 0s left" in logged[-1]
+
+    logged.clear()
+    monkeypatch.setattr(featlearn.training, "PROGRESS_SECONDS", 0.0)
+    every = S.train_group(group, str(tmp_path / "resume"), {"group": "progress"}, checkpoint_seconds=0.0)
+    lines = [line for line in logged if " epoch " in line and "checkpoint" not in line]
+    kept = [line for line in logged if "checkpoint at epoch" in line]
+    assert [int(line.split(" epoch ")[1].split("/")[0]) for line in lines] == list(range(1, 21))
+    assert [int(line.split("checkpoint at epoch ")[1].split(",")[0]) for line in kept] == list(range(1, 20))
+    assert all(line.endswith(" min after the last one") for line in kept)
+    assert torch.equal(every.val_loss, tenths.val_loss) and torch.equal(every.test_loss, tenths.test_loss)
+
+
 def test_a_group_checkpoint_needs_a_key_and_one_of_another_run_identity_is_discarded(tmp_path, monkeypatch,
                                                                                      interrupt_after):
     """A resume folder without the group's key is refused (a checkpoint must say what it belongs to). A checkpoint kept

@@ -456,7 +456,7 @@ def _stacked_layout(arch: str, name: str, p: torch.Tensor) -> torch.Tensor:
 def _train_group(group: Group, work_dir: str | None, key: dict | None, checkpoint_seconds: float,
                  on_epoch: Callable[[int], None] | None = None,
                  before_eval: Callable[[int], None] | None = None) -> GroupResult:
-    from featlearn.training import load_part, save_part
+    from featlearn.training import PROGRESS_SECONDS, load_part, progress, save_part
 
     dev, R, kind = torch.device(group.device), len(group.runs), group.task.kind
     datas = group_data(group)
@@ -533,7 +533,7 @@ def _train_group(group: Group, work_dir: str | None, key: dict | None, checkpoin
         sel.load(saved["selector"])
         _log(f"resuming: [templates] {group.task.name} {group.arch} n={n} R={R} at epoch {first} of {group.epochs} "
              f"from {work_dir}")
-    start = saved_at = time.perf_counter()
+    start = saved_at = shown_at = time.perf_counter()
     for epoch in range(first + 1, group.epochs + 1):
         if nb > 1:
             perm = torch.stack([torch.randperm(n, generator=g) for g in gens])
@@ -573,20 +573,24 @@ def _train_group(group: Group, work_dir: str | None, key: dict | None, checkpoin
                 else:
                     tl = tm = torch.full_like(vl, math.nan)
             sel.update(epoch, train_loss, vl, tl, tm, _record(group, epoch))
-        if group.progress and (epoch % max(1, group.epochs // 10) == 0 or epoch == group.epochs):
-            print(
-                f"[templates] {group.task.name} {group.arch} n={n} R={R} epoch {epoch}/{group.epochs} "
-                f"train {train_loss.mean():.4f} best val {sel.best_val.nanmean():.4f} ({time.perf_counter() - start:.0f}s)",
-                file=sys.stderr,
-                flush=True,
-            )
-        if work_dir and epoch < group.epochs and time.perf_counter() - saved_at >= checkpoint_seconds:
+        now = time.perf_counter()
+        if group.progress and (epoch % max(1, group.epochs // 10) == 0 or epoch == group.epochs
+                               or now - shown_at >= PROGRESS_SECONDS):
+            _log(f"[templates] {group.task.name} {group.arch} n={n} R={R} epoch {epoch}/{group.epochs} "
+                 f"train {train_loss.mean():.4f} best val {sel.best_val.nanmean():.4f} "
+                 f"({progress(epoch - first, group.epochs - epoch, now - start, 'epochs')} in this group)")
+            shown_at = now
+        since = time.perf_counter() - saved_at
+        if work_dir and epoch < group.epochs and since >= checkpoint_seconds:
             save_part(work_dir, checkpoint_key(key), {
                 "epoch": epoch, "step": step, "t": float(t_dev) if graphed is not None else None,
                 "seconds": earlier_s + time.perf_counter() - start,
                 "params": {name: p.detach().cpu() for name, p in params.items()},
                 "state": {name: (m.cpu(), v.cpu()) for name, (m, v) in state.items()},
                 "gens": [g.get_state() for g in gens], "selector": sel.state()})
+            if group.progress:
+                _log(f"[templates] {group.task.name} {group.arch} n={n} R={R} checkpoint at epoch {epoch}, "
+                     f"{since / 60:.1f} min after the last one")
             saved_at = time.perf_counter()
         if on_epoch is not None:
             on_epoch(epoch)
