@@ -187,7 +187,7 @@ def progress(done: int, left: int, seconds: float, unit: str = "steps") -> str:
     the time left at that rate."""
     rate = done / seconds if seconds > 0 else float("inf")
     eta = left / rate if rate > 0 else float("inf")
-    return f"progress: {done} {unit} in {seconds:.0f}s, {rate:.3g} {unit}/s, about {_duration(eta)} left"
+    return f"progress: {done} {unit[:-1] if done == 1 else unit} in {seconds:.0f}s, {rate:.3g} {unit}/s, about {_duration(eta)} left"
 
 
 def _duration(seconds: float) -> str:

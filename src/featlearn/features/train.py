@@ -46,6 +46,7 @@ import torch
 from featlearn.cudagraphs import GraphedSteps, captured, graph_safe_step, to_device
 from featlearn.keptwork import CHECKPOINT_SECONDS
 from featlearn.training import load_part, remove_part, run_identity, save_part
+from featlearn.training import progress as progress_line
 from featlearn.features.models import (
     InitScales,
     ModelSpec,
@@ -427,7 +428,8 @@ def train(settings: Settings, runs: list[Run], splits: dict[str, Encoded], vocab
             msg = "" if accs is None else (f" dev acc {np.round(accs, 3).tolist()}" if R <= 8
                                            else f" mean dev acc {accs.mean():.3f}")
             print(f"[features] {label or spec.kind} R={R} epoch {epoch}/{settings.epochs} "
-                  f"loss {float(epoch_loss.mean() / max(n_steps, 1)):.4f}{msg} ({time.perf_counter() - start:.0f}s)",
+                  f"loss {float(epoch_loss.mean() / max(n_steps, 1)):.4f}{msg} "
+                  f"({progress_line(epoch - first, settings.epochs - epoch, time.perf_counter() - start, 'epochs')})",
                   file=sys.stderr, flush=True)
         if work_dir and epoch < settings.epochs and time.perf_counter() - saved_at >= checkpoint_seconds:
             save_part(work_dir, key, {

@@ -58,6 +58,7 @@ from featlearn.joma.hierarchy import Hierarchy, cooccurrence, hblt_pair, hblt_rh
 from featlearn.seeding import derived_seed
 from featlearn.keptwork import CHECKPOINT_SECONDS
 from featlearn.training import load_part, remove_part, run_identity, save_part
+from featlearn.training import progress as progress_line
 
 # ----------------------------------------------------------------------------- model
 
@@ -220,7 +221,8 @@ def train(models: list[nn.Module], hiers: list[Hierarchy], seeds: list[int], cfg
                 logs[i].append(v)
             if progress:
                 print(f"  step {step}/{steps}: loss {' '.join(f'{v:.4f}' for v in losses.tolist())} "
-                      f"({time.perf_counter() - start:.1f} s)", file=sys.stderr, flush=True)
+                      f"({progress_line(step + 1 - first, steps - 1 - step, time.perf_counter() - start)})",
+                      file=sys.stderr, flush=True)
 
     vectorised = vectorise and len(models) > 1
     graph_safe = vectorised and graph_safe_step(cuda_graphs, device, capture)
