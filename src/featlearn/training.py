@@ -187,7 +187,8 @@ def progress(done: int, left: int, seconds: float, unit: str = "steps") -> str:
     the time left at that rate."""
     rate = done / seconds if seconds > 0 else float("inf")
     eta = left / rate if rate > 0 else float("inf")
-    return f"progress: {done} {unit[:-1] if done == 1 else unit} in {seconds:.0f}s, {rate:.3g} {unit}/s, about {_duration(eta)} left"
+    done_unit = unit[:-1] if done == 1 else unit  # "1 step", "2 steps"
+    return f"progress: {done} {done_unit} in {seconds:.0f}s, {rate:.3g} {unit}/s, about {_duration(eta)} left"
 
 
 def _duration(seconds: float) -> str:
