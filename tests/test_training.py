@@ -318,7 +318,7 @@ from pathlib import Path
 from featlearn.training import JobClock, save_part
 work = Path(sys.argv[1])
 save_part(work, {"piece": 1}, "kept")  # work a rerun would go on from
-JobClock(work, interval=0.05).start()
+JobClock(work, interval=0.05, log=sys.argv[3]).start()
 Path(sys.argv[2]).write_text("started")
 time.sleep(60)
 """
@@ -335,8 +335,9 @@ def test_the_job_clock_gives_a_rerun_the_wall_time_of_the_killed_runs_whose_work
     monkeypatch.setenv(IDENTITY_ENV, ident)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("FEATLEARN_")}, IDENTITY_ENV: ident,
            "PYTHONPATH": str(SRC)}
-    work, started = tmp_path / "work", tmp_path / "started"
-    proc = subprocess.Popen([sys.executable, "-c", CLOCK_JOB, str(work), str(started)], env=env)
+    work, started, log = tmp_path / "work", tmp_path / "started", tmp_path / "job.log"
+    log.write_text("the job's log\n")
+    proc = subprocess.Popen([sys.executable, "-c", CLOCK_JOB, str(work), str(started), str(log)], env=env)
     deadline = time.monotonic() + 120
     while not started.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -345,6 +346,7 @@ def test_the_job_clock_gives_a_rerun_the_wall_time_of_the_killed_runs_whose_work
     proc.wait()
     killed = json.loads((work / CLOCK_FILE).read_text())
     assert has_kept_work(work) and killed["runs"] == 1
+    assert (work / "log.txt").read_text() == "the job's log\n"  # copied with the clock: Snakemake deletes the log
     if sys.platform.startswith("linux"):  # its resident memory, read at each rewrite: a Python with torch imported
         assert 20 < killed["rss_mb"] < 4000
 
@@ -373,6 +375,81 @@ def test_the_job_clock_gives_a_rerun_the_wall_time_of_the_killed_runs_whose_work
     done = JobClock(work).start()
     done.close()
     assert not (work / CLOCK_FILE).exists()
+
+
+# A compute job of three sittings: each logs two lines (stdout and stderr) and keeps a piece of work; the first two then
+# fail (as a killed one), the third writes its output.
+SITTINGS_JOB = """
+import sys
+from pathlib import Path
+from featlearn.training import save_part
+
+def job(settings, inputs, outputs, ctx):
+    parts = Path(ctx.work_dir, "parts")
+    n = 1 + (len(list(parts.glob("*.pt"))) if parts.is_dir() else 0)
+    print(f"sitting {n}: on stdout", flush=True)
+    print(f"sitting {n}: on stderr", file=sys.stderr, flush=True)
+    save_part(ctx.work_dir, {"sitting": n}, n)
+    if n < 3:
+        raise RuntimeError(f"sitting {n} stops here")
+    Path(outputs["out"]).write_text("done")
+"""
+
+
+def test_a_rerun_writes_the_killed_runs_log_into_its_own_once_each_and_in_order(tmp_path):
+    """Snakemake deletes a job's log before it runs the job again, so the job clock keeps a copy of the log with the
+    kept work and a rerun writes it into its own log, after its line of the earlier runs: each earlier run's lines
+    once, prefixed, in order, however many runs came before. The benchmark reader still reads the rerun's own line of
+    the earlier runs, and the copy goes with the kept work once the workflow accepts the outputs."""
+    from featlearn.training import EARLIER_LOG_END, EARLIER_LOG_PREFIX, EARLIER_LOG_START, LOG_FILE
+
+    (tmp_path / "sittings_job.py").write_text(SITTINGS_JOB)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FEATLEARN_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), str(tmp_path)])
+    work, out, log = tmp_path / "work", tmp_path / "out.txt", tmp_path / "job.log"
+    cmd = [sys.executable, "-m", "featlearn", "compute", "--run", "sittings_job:job", "--settings", "{}",
+           "--outputs", json.dumps({"out": str(out)}), "--threads", "1", "--device", "cpu", f"--work-dir={work}"]
+    codes = []
+    for _ in range(3):
+        log.unlink(missing_ok=True)  # as Snakemake does before it runs the job again
+        with open(log, "w") as fh:  # the rule's `> {log} 2>&1`
+            codes.append(subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, timeout=300).returncode)
+    assert codes[:2] != [0, 0] and codes[2] == 0 and out.read_text() == "done"
+    lines = log.read_text().splitlines()
+    earlier = [line for line in lines if EARLIER_LINE.match(line)]
+    assert len(earlier) == 1 and EARLIER_LINE.match(earlier[0])["runs"] == "2"  # the reader's line: this run's
+    assert lines.count(EARLIER_LOG_START) == 1 and lines.count(EARLIER_LOG_END) == 1
+    block = lines[lines.index(EARLIER_LOG_START) + 1:lines.index(EARLIER_LOG_END)]
+    assert all(line.startswith(EARLIER_LOG_PREFIX) for line in block)
+    own = [line.removeprefix(EARLIER_LOG_PREFIX) for line in block if "sitting" in line and ": on " in line]
+    assert own == ["sitting 1: on stdout", "sitting 1: on stderr", "sitting 2: on stdout", "sitting 2: on stderr"]
+    assert sum("earlier runs of this job" in line and "in 1 run," in line for line in block) == 1  # run 2's own line
+    after = lines[lines.index(EARLIER_LOG_END) + 1:]
+    assert after[:2] == ["sitting 3: on stdout", "sitting 3: on stderr"]
+    assert (work / LOG_FILE).is_file() and "sitting 3: on stderr" in (work / LOG_FILE).read_text()
+    assert sweep_finished(tmp_path) == [work] and not work.exists()
+
+
+def test_the_log_copy_is_cut_to_its_last_lines_and_a_rerun_without_one_writes_no_block(tmp_path, monkeypatch):
+    """A log over LOG_KEEP_BYTES is kept from the first whole line of its last LOG_KEEP_BYTES (the clock copies it at
+    each rewrite: a SIGKILL loses at most an interval of it, as the killed clock's test shows). A rerun without a copy
+    (a clock of before the copy existed) writes no block."""
+    import featlearn.training as training
+
+    monkeypatch.setenv(IDENTITY_ENV, '{"code": "c1"}')
+    work, log = tmp_path / "work", tmp_path / "job.log"
+    save_part(work, {"piece": 1}, "kept")
+    log.write_text("".join(f"line {i}\n" for i in range(100)))
+    monkeypatch.setattr(training, "LOG_KEEP_BYTES", 64)
+    clock = JobClock(work, interval=3600, log=log).start()
+    clock.stop()
+    kept = (work / training.LOG_FILE).read_text()
+    assert len(kept) <= 64 and kept.startswith("line ") and kept.endswith("line 99\n")
+    rerun = JobClock(work)
+    assert rerun.earlier_log_lines()[0] == training.EARLIER_LOG_START
+    assert rerun.earlier_log_lines()[-2:] == ["| line 99", training.EARLIER_LOG_END]
+    (work / training.LOG_FILE).unlink()
+    assert JobClock(work).earlier_runs == 1 and JobClock(work).earlier_log_lines() == []
 
 
 def test_a_rerun_after_a_run_that_grew_near_the_machines_memory_names_the_out_of_memory_killer(tmp_path, monkeypatch):

@@ -3,10 +3,10 @@ main process removes finished jobs' work when the run ends, :func:`sweep_finishe
 
 The folder (a registry job's ``work_dir``) holds the resume checkpoint of a training (``resume.pt``,
 :func:`featlearn.training.resumable_training`), finished pieces of a job (``parts/``, ``save_part``), the job clock
-(``clock.json``, :class:`featlearn.training.JobClock`) and, once the job's outputs are written, a marker of them
-(``finished.json``). The work stays until Snakemake has accepted the outputs, so a submission killed after writing
-them (at a scheduler's time limit, while its job script wraps up: Snakemake then deletes the outputs and resubmits)
-is resumed, not started over.
+(``clock.json``, :class:`featlearn.training.JobClock`) with a copy of the job's log (``log.txt``) and, once the job's
+outputs are written, a marker of them (``finished.json``). The work stays until Snakemake has accepted the outputs,
+so a submission killed after writing them (at a scheduler's time limit, while its job script wraps up: Snakemake then
+deletes the outputs and resubmits) is resumed, not started over.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ RESUME_FILE = "resume.pt"
 PARTS_DIR = "parts"
 PART_SUFFIX = ".pt"  # one kept piece of a job (``featlearn.training.save_part``)
 CLOCK_FILE = "clock.json"
+# a copy of the job's log, kept with the clock (``featlearn.training.JobClock``): Snakemake deletes a job's log before
+# it runs the job again, so a rerun after a kill finds the killed runs' lines here and writes them into its own log
+LOG_FILE = "log.txt"
 FINISHED_FILE = "finished.json"
 # Wall seconds of training between two saves of a long job's state [D]: a killed job (a scheduler's time limit, the end of
 # a sitting) loses at most about this much. The language models' loop (a step), the features classifiers (an epoch),
@@ -69,7 +72,7 @@ def unmark_finished(work_dir: str | os.PathLike) -> None:
 
 
 def sweep_finished(root: str | os.PathLike) -> list[Path]:
-    """Remove the kept work (checkpoint, parts, clock) of every job under ``root`` marked finished whose outputs are
+    """Remove the kept work (checkpoint, parts, clock and log copy) of every job under ``root`` marked finished whose outputs are
     all still there at their recorded sizes; returns the folders cleared. Run by the workflow's main process when it
     ends (successfully or not): by then Snakemake has deleted the outputs of any job it counted as failed, whose work
     is kept for its rerun. An empty folder is removed too."""
@@ -84,7 +87,7 @@ def sweep_finished(root: str | os.PathLike) -> list[Path]:
             continue
         work = marker.parent
         remove_checkpoint(work)
-        for name in (CLOCK_FILE, FINISHED_FILE):
+        for name in (CLOCK_FILE, LOG_FILE, FINISHED_FILE):
             for part in work.glob(f".{name}.*.part"):  # a write killed half-way (featlearn.io.atomic_path)
                 part.unlink(missing_ok=True)
             (work / name).unlink(missing_ok=True)

@@ -46,7 +46,7 @@ from typing import Any
 import torch
 
 from featlearn.io import atomic_path
-from featlearn.keptwork import (CHECKPOINT_SECONDS, CLOCK_FILE, FINISHED_FILE, PART_SUFFIX, PARTS_DIR, RESUME_FILE,  # noqa: F401
+from featlearn.keptwork import (CHECKPOINT_SECONDS, CLOCK_FILE, FINISHED_FILE, LOG_FILE, PART_SUFFIX, PARTS_DIR, RESUME_FILE,  # noqa: F401
                                 has_kept_work, mark_finished, remove_checkpoint, sweep_finished, unmark_finished)
 from featlearn.precision import full_precision
 
@@ -263,6 +263,37 @@ def machine_mb() -> float | None:
         return None
 
 
+# The most of a job's log its clock keeps a copy of (the last bytes, from a line's start): a log of progress lines
+# every 10 minutes stays far below it over days; a runaway log is cut rather than copied whole every 30 s.
+LOG_KEEP_BYTES = 1 << 20
+# the lines around the killed runs' log in a rerun's log; their own lines there start with EARLIER_LOG_PREFIX
+EARLIER_LOG_START = "featlearn: the log of those runs, as their clock last kept it (every 30 s):"
+EARLIER_LOG_END = "featlearn: (end of the earlier runs' log)"
+EARLIER_LOG_PREFIX = "| "
+
+
+def stdout_file() -> Path | None:
+    """The file this process's standard output goes to (a compute job's log: ``> {log} 2>&1``), where the OS says
+    (Linux's ``/proc``); None for a terminal, a pipe, or a deleted file."""
+    try:
+        path = Path(os.readlink("/proc/self/fd/1"))
+    except OSError:
+        return None
+    return path if path.is_absolute() and path.is_file() else None
+
+
+def earlier_log_lines(kept: str) -> list[str]:
+    """The lines a rerun writes into its log for the log copy ``kept`` of the run before it: each line of that run
+    prefixed with :data:`EARLIER_LOG_PREFIX`, the runs before that one (already prefixed there) as they were, their
+    start and end lines left out; so after any number of reruns each run's lines appear once, in order."""
+    lines = []
+    for line in kept.splitlines():
+        if line in (EARLIER_LOG_START, EARLIER_LOG_END):
+            continue
+        lines.append(line if line.startswith(EARLIER_LOG_PREFIX) else EARLIER_LOG_PREFIX + line)
+    return lines
+
+
 # A killed run whose resident memory had reached this share of the machine's is said to have been near its end: the
 # kernel's out-of-memory killer ends the largest process when memory runs out, with a SIGKILL its log cannot record.
 NEAR_MACHINE_MEMORY = 0.75
@@ -283,8 +314,11 @@ class JobClock:
     after a submission that was failed while it wrapped up counts that one too.
     """
 
-    def __init__(self, work_dir: str | os.PathLike, interval: float = 30.0):
+    def __init__(self, work_dir: str | os.PathLike, interval: float = 30.0, log: str | os.PathLike | None = None):
         self.path = Path(work_dir) / CLOCK_FILE
+        self.log_copy = Path(work_dir) / LOG_FILE
+        self.log = Path(log) if log is not None else None  # the job's own log, copied at every rewrite
+        self.earlier_log: str | None = None  # the copy the last earlier run's clock kept of its log
         self.interval = interval
         self.earlier_s, self.earlier_runs = 0.0, 0
         self.last_rss_mb: float | None = None  # the last earlier run's largest resident memory read by its clock
@@ -297,6 +331,8 @@ class JobClock:
                     self.earlier_s, self.earlier_runs = float(saved["seconds"]), int(saved["runs"])
                     rss = saved.get("rss_mb")
                     self.last_rss_mb = float(rss) if isinstance(rss, (int, float)) else None
+                    if self.log_copy.is_file():
+                        self.earlier_log = self.log_copy.read_text(errors="replace")
             except (OSError, ValueError, KeyError, TypeError):
                 pass  # no clock or an unreadable one: the earlier runs' time is unknown, counted as none
         self._t0 = time.perf_counter()
@@ -323,6 +359,13 @@ class JobClock:
                     line += " (near all of it: the kernel's out-of-memory killer may have ended it)"
         return line
 
+    def earlier_log_lines(self) -> list[str]:
+        """The lines that give a rerun's log the killed runs' log (none for a first run, or where no copy was kept):
+        a start line, each of their lines prefixed (:func:`earlier_log_lines`), an end line."""
+        if not self.earlier_runs or not self.earlier_log:
+            return []
+        return [EARLIER_LOG_START, *earlier_log_lines(self.earlier_log), EARLIER_LOG_END]
+
     def _write(self) -> None:
         now = resident_mb()
         if now is not None:
@@ -332,6 +375,22 @@ class JobClock:
             record["rss_mb"] = round(self.rss_mb, 1)
         with atomic_path(self.path) as tmp:
             tmp.write_text(json.dumps(record))
+        if self.log is not None:
+            self._copy_log()
+
+    def _copy_log(self) -> None:
+        """Keep a copy of the job's log beside the clock (its last :data:`LOG_KEEP_BYTES`, from a line's start)."""
+        try:
+            with open(self.log, "rb") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, size - LOG_KEEP_BYTES))
+                text = fh.read()
+        except OSError:
+            return  # the log went (a test's temporary file): nothing to keep
+        if size > LOG_KEEP_BYTES:
+            text = text[text.find(b"\n") + 1:]
+        with atomic_path(self.log_copy) as tmp:
+            tmp.write_bytes(text)
 
     def _tick(self) -> None:
         while not self._stop.wait(self.interval):
@@ -365,9 +424,10 @@ class JobClock:
                 pass
 
     def close(self) -> None:
-        """The job is done: stop and remove the file."""
+        """The job is done: stop and remove the file and the log copy."""
         self.stop()
-        try:
-            self.path.unlink(missing_ok=True)
-        except OSError:  # a folder that never held it (start's warning)
-            pass
+        for path in (self.path, self.log_copy):
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:  # a folder that never held it (start's warning)
+                pass

@@ -102,12 +102,15 @@ def _main(args) -> None:
         if ctx.work_dir:
             # the wall time of this job's runs, kept beside its checkpoint: a rerun after a kill logs the earlier
             # runs' seconds (featlearn.training.JobClock), which Snakemake's benchmark file of the last run leaves out
-            from featlearn.training import JobClock, unmark_finished
+            from featlearn.training import JobClock, stdout_file, unmark_finished
 
             unmark_finished(ctx.work_dir)  # a finished run's kept work, its outputs since deleted: resumed from here
-            clock = JobClock(ctx.work_dir).start()
+            # the clock keeps a copy of this job's log too: Snakemake deletes the log before a rerun, which writes the
+            # killed runs' lines into its own log from that copy
+            clock = JobClock(ctx.work_dir, log=stdout_file())
             if clock.line():
-                print(clock.line(), flush=True)
+                print("\n".join([clock.line(), *clock.earlier_log_lines()]), flush=True)
+            clock.start()
         with arithmetic:
             run_job(args.run, json.loads(args.settings), inputs, json.loads(args.outputs), ctx)
     finally:
