@@ -82,6 +82,7 @@ COMMAND_MODULES = {
     "featlearn.pipeline.jobserver": ("job-server",),
     "featlearn.pipeline.targets": ("figures",),
     "featlearn.pipeline.evidence": ("evidence",),
+    "featlearn.pipeline.status": ("status",),
 }
 
 
