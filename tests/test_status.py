@@ -60,8 +60,8 @@ def test_each_folder_is_running_stopped_or_finished_with_its_time_memory_pieces_
     text = S.report(list(jobs.values()), root)
     assert text.startswith(f"6 training jobs with kept work under {root}: 1 running, 4 stopped.")
     rows = {line.split("`")[1].rsplit("/", 1)[-1]: line for line in text.splitlines() if line.startswith("| `")}
-    assert "running (clock" in rows["a.resume"] and "| 2.0 h | 3 | 2.0 GiB | checkpoint |" in rows["a.resume"]
-    assert "stopped 3.0 h ago: the next run resumes" in rows["b.resume"] and "3 pieces" in rows["b.resume"]
+    assert "running (clock" in rows["a.resume"] and "| 2 h | 3 | 2.0 GiB | checkpoint |" in rows["a.resume"]
+    assert "stopped 3 h ago: the next run resumes" in rows["b.resume"] and "3 pieces" in rows["b.resume"]
     assert "a \\| b" not in rows["b.resume"]  # its last line, not this one; a line's own bars are escaped
     assert "before its first checkpoint: the next run starts over" in rows["c.resume"]
     assert "outputs written" in rows["d.resume"]

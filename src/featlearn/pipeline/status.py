@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from featlearn.keptwork import CLOCK_FILE, FINISHED_FILE, LOG_FILE, PART_SUFFIX, PARTS_DIR, RESUME_FILE
+from featlearn.pipeline.estimate import duration
 
 # The clock rewrites its file every 30 s (featlearn.training.JobClock): one rewritten within this many seconds belongs
 # to a job that runs now.
@@ -80,16 +81,6 @@ def kept_jobs(results: str | os.PathLike, now: float | None = None) -> list[Kept
     return [read_folder(folder, now) for folder in sorted(folders)]
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def report(jobs: list[KeptJob], results: str | os.PathLike) -> str:
     """The table the command prints (Markdown)."""
     if not jobs:
@@ -100,17 +91,17 @@ def report(jobs: list[KeptJob], results: str | os.PathLike) -> str:
         if job.state == "running":
             state = f"running (clock {job.since_s:.0f} s ago)"
         elif job.state == "stopped" and (job.checkpoint or job.parts):
-            state = f"stopped {_duration(job.since_s)} ago: the next run resumes"
+            state = f"stopped {duration(job.since_s)} ago: the next run resumes"
         elif job.state == "stopped":
-            state = f"stopped {_duration(job.since_s)} ago, before its first checkpoint: the next run starts over"
+            state = f"stopped {duration(job.since_s)} ago, before its first checkpoint: the next run starts over"
         else:
             state = "outputs written: removed when the workflow ends"
         kept = ", ".join(filter(None, ["checkpoint" if job.checkpoint else "",
                                        f"{job.parts} piece{'s' if job.parts != 1 else ''}" if job.parts else ""]))
         memory = "?" if job.rss_mb is None else f"{job.rss_mb / 1024:.1f} GiB"
         line = (job.last_line or "").replace("|", "\\|")
-        rows.append(f"| `{job.folder}` | {state} | {_duration(job.seconds)} | {job.runs or '?'} | {memory} | "
-                    f"{kept or '-'} | {line} |")
+        wall = "?" if job.seconds is None else duration(job.seconds)
+        rows.append(f"| `{job.folder}` | {state} | {wall} | {job.runs or '?'} | {memory} | {kept or '-'} | {line} |")
     running = sum(j.state == "running" for j in jobs)
     stopped = sum(j.state == "stopped" for j in jobs)
     jobs_word = "training job" if len(jobs) == 1 else "training jobs"
