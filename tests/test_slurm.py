@@ -469,12 +469,29 @@ def test_a_training_longer_than_its_partition_allows_is_killed_at_the_limit_and_
     assert f"JOB {ids[0]} ON localnode CANCELLED AT" in first and "DUE TO TIME LIMIT" in first, first[-2000:]
 
 
+def _own_lines(text: str) -> str:
+    """A submission's own lines of its job log, without the earlier submissions' lines it carries (prefixed)."""
+    from featlearn.training import EARLIER_LOG_PREFIX
+
+    return "\n".join(line for line in text.splitlines() if not line.startswith(EARLIER_LOG_PREFIX))
+
+
 @pytest.mark.shared_data
 def test_the_resubmitted_training_resumed_from_its_checkpoint(long_runs):
+    from featlearn.training import EARLIER_LOG_END, EARLIER_LOG_START
+
     work, _, _, log, fig7 = long_runs
     logs = _long_job_logs(work, log)
     assert len(logs) == len(_long_submissions(log))
     assert "resuming" not in logs[0] and "discarding" not in "".join(logs)
+    # Snakemake deleted each log before the next submission: each resubmission carries the lines of every one before
+    # it, once each (the job clock's copy), from the device line each wrote first
+    for n, text in enumerate(logs[1:], start=1):
+        lines = text.splitlines()
+        assert lines.count(EARLIER_LOG_START) == 1 and lines.count(EARLIER_LOG_END) == 1, text[-2000:]
+        block = lines[lines.index(EARLIER_LOG_START) + 1:lines.index(EARLIER_LOG_END)]
+        assert sum(line.startswith("| featlearn: device ") for line in block) == n, text[-2000:]
+    logs = [_own_lines(text) for text in logs]
     resumed = re.search(r"resuming at step (\d+) from (\S+)", logs[1])  # the submission after the time limit
     assert resumed, logs[1][-2000:]
     step = int(resumed.group(1))
